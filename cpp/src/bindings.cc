@@ -1,0 +1,660 @@
+// minpy_jit._core: the interceptor MXNet calls instead of its imperative
+// invoke, and the flush that turns a trace into a cached, compiled executor.
+//
+// Python objects appear only here: each array the trace touches is held by
+// one strong reference in its slot, which is how a flush tells live arrays
+// (someone else holds them) from dead intermediates (only we do).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "executor.h"
+#include "explain.h"
+#include "infer.h"
+#include "mxapi.h"
+#include "source.h"
+#include "stats.h"
+
+namespace py = pybind11;
+using namespace minpy;
+
+namespace {
+
+struct Config {
+  size_t max_ops = 10000;    // flush when a trace reaches this many ops
+  size_t pool_per_aval = 64; // recycled lazy arrays kept per abstract value
+  int recompile_limit = 8;   // distinct graphs per scope site before it runs eagerly
+  bool track_source = true;
+  bool log_recompiles = false, log_flushes = false;
+};
+
+struct ThreadState {
+  int depth = 0;
+  bool flushing = false;
+  std::vector<std::string> sites;  // scope entry sites, innermost last
+  Trace trace;
+};
+
+struct Site {
+  int compiles = 0;
+  bool eager = false;  // recompile limit hit: the site runs eagerly from now on
+};
+
+struct Runtime {
+  py::object orig_invoke, ndarray_cls, np_ndarray_cls, void_p, error_cls, log_fn;
+  std::unordered_map<AtomicSymbolCreator, std::unique_ptr<OpInfo>> ops;
+  SignatureCache sigs;
+  ExecutorCache cache{256};
+  std::unordered_set<std::string> nondiff;
+  std::unordered_map<std::string, Site> sites;
+  std::unordered_map<uint64_t, std::vector<PyObject*>> pool;  // recycled lazy arrays by aval
+  SourceTable sources;
+  Stats stats;
+  Config cfg;
+  std::vector<ThreadState*> threads;
+  std::mutex threads_mu;
+  size_t pending = 0;  // recorded, unflushed ops over all threads
+};
+
+Runtime* R = nullptr;
+
+struct ThreadSlot {
+  std::unique_ptr<ThreadState> st;
+  ~ThreadSlot() {
+    if (!st || !R) return;
+    std::lock_guard<std::mutex> lock(R->threads_mu);
+    R->threads.erase(std::remove(R->threads.begin(), R->threads.end(), st.get()), R->threads.end());
+  }
+};
+thread_local ThreadSlot tls;
+
+ThreadState& me() {
+  if (!tls.st) {
+    tls.st = std::make_unique<ThreadState>();
+    std::lock_guard<std::mutex> lock(R->threads_mu);
+    R->threads.push_back(tls.st.get());
+  }
+  return *tls.st;
+}
+
+// ------------------------------------------------------------ arrays
+
+NDArrayHandle handle_of(PyObject* arr) {
+  PyObject* h = PyObject_GetAttrString(arr, "handle");
+  if (!h) throw py::error_already_set();
+  PyObject* v = PyObject_GetAttrString(h, "value");
+  Py_DECREF(h);
+  if (!v) throw py::error_already_set();
+  void* p = v == Py_None ? nullptr : PyLong_AsVoidPtr(v);
+  Py_DECREF(v);
+  return p;
+}
+
+// True when someone besides the trace holds the array (or its raw handle).
+bool held_elsewhere(PyObject* arr) {
+  if (Py_REFCNT(arr) > 1) return true;
+  PyObject* h = PyObject_GetAttrString(arr, "handle");
+  if (!h) {
+    PyErr_Clear();
+    return true;
+  }
+  bool shared = Py_REFCNT(h) > 2;  // the array's slot + our temporary
+  Py_DECREF(h);
+  return shared;
+}
+
+uint64_t pool_key(const AVal& a, bool np) { return hash_aval(a) ^ (np ? 0x4e50ULL : 0); }
+
+// A new lazy array (an NDArray whose data the next flush writes); new reference.
+PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out) {
+  auto& bucket = R->pool[pool_key(a, np)];
+  if (!bucket.empty()) {
+    PyObject* obj = bucket.back();
+    bucket.pop_back();
+    *h_out = handle_of(obj);
+    return obj;
+  }
+  NDArrayHandle h = new_lazy_array(a);
+  py::object handle = R->void_p(reinterpret_cast<uintptr_t>(h));
+  py::object obj = (np ? R->np_ndarray_cls : R->ndarray_cls)(handle);
+  *h_out = h;
+  return obj.release().ptr();
+}
+
+void recycle(PyObject* obj, const AVal& a, bool np) {
+  auto& bucket = R->pool[pool_key(a, np)];
+  if (bucket.size() < R->cfg.pool_per_aval) bucket.push_back(obj);
+  else Py_DECREF(obj);
+}
+
+// ------------------------------------------------------------ flush
+
+std::string user_site() { return R->sources.str(R->sources.capture()); }
+
+void log_line(const std::string& s) {
+  if (R->log_fn) R->log_fn(s);
+}
+
+struct FlushingGuard {
+  ThreadState& ts;
+  explicit FlushingGuard(ThreadState& t) : ts(t) { ts.flushing = true; }
+  ~FlushingGuard() { ts.flushing = false; }
+};
+
+// Drops the trace's references; dead lazy arrays go back to the pool.
+void release_trace(Trace& t, const std::unordered_set<PyObject*>& reuse_blocked) {
+  for (auto& kv : t.slots) {
+    PyObject* obj = static_cast<PyObject*>(kv.second.owner);
+    if (!obj) continue;
+    const Slot& s = kv.second;
+    if (s.ours && !reuse_blocked.count(obj) && !held_elsewhere(obj)) {
+      const Value& v = t.values[s.value];
+      bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
+      // An array that was written (an effectful op's dead output) keeps its memory: still fine to reuse.
+      recycle(obj, v.aval, np);
+    } else {
+      Py_DECREF(obj);
+    }
+  }
+  R->pending -= std::min(R->pending, t.nodes.size());
+  t.clear();
+}
+
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where);
+
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where) {
+  Trace& t = ts.trace;
+  if (ts.flushing) return;
+  std::unordered_set<PyObject*> keep;
+  if (t.nodes.empty()) {
+    release_trace(t, keep);
+    return;
+  }
+  FlushingGuard guard(ts);
+  FlushEvent ev;
+  ev.cause = cause;
+  ev.where = where;
+  ev.nodes = static_cast<int>(t.nodes.size());
+
+  // Graph outputs: live lazy arrays, and arrays written in place.
+  std::vector<OutputSpec> outputs;
+  std::vector<char> is_output(t.values.size(), 0);
+  std::vector<NDArrayHandle> dead_handle_of_value(t.values.size(), nullptr);
+  for (auto& kv : t.slots) {
+    const Slot& s = kv.second;
+    if (s.ours) {
+      if (held_elsewhere(static_cast<PyObject*>(s.owner))) {
+        outputs.push_back({s.value, -1, kv.first});
+        is_output[s.value] = 1;
+      } else {
+        dead_handle_of_value[s.value] = kv.first;
+      }
+    } else if (s.value != s.ext_value) {
+      outputs.push_back({s.value, s.ext_value, kv.first});
+      is_output[s.value] = 1;
+    }
+  }
+  // Effectful ops (random draws, in-place state updates) run even when their results are dead.
+  std::vector<NDArrayHandle> temps;
+  for (const Node& n : t.nodes) {
+    if (!n.op->random && n.mutated.empty()) continue;
+    bool any = false;
+    for (int v : n.out) any |= is_output[v] != 0;
+    if (any) continue;
+    int v = n.out.empty() ? -1 : n.out[0];
+    if (v < 0) continue;
+    NDArrayHandle h = dead_handle_of_value[v];
+    if (!h) {
+      h = new_lazy_array(t.values[v].aval);
+      temps.push_back(h);
+    }
+    outputs.push_back({v, -1, h});
+    is_output[v] = 1;
+  }
+  std::sort(outputs.begin(), outputs.end(), [](const OutputSpec& a, const OutputSpec& b) { return a.value < b.value; });
+  Key128 key = t.key;
+  for (const auto& o : outputs) {
+    key.add(0x0A7ULL + static_cast<uint64_t>(o.value));
+    key.add(static_cast<uint64_t>(o.target_ext + 2));
+  }
+  char keybuf[20];
+  snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
+  ev.key = keybuf;
+
+  std::string site = ts.sites.empty() ? "" : ts.sites.back();
+  struct Cleanup {
+    ThreadState& ts;
+    std::vector<NDArrayHandle>& temps;
+    std::unordered_set<PyObject*>& keep;
+    ~Cleanup() {
+      for (auto h : temps) MXNDArrayFree(h);
+      release_trace(ts.trace, keep);
+    }
+  } cleanup{ts, temps, keep};
+
+  bool site_eager = !site.empty() && R->sites[site].eager;
+  std::shared_ptr<Executor> exe = site_eager ? nullptr : R->cache.find(key);
+  if (exe) {
+    ++R->stats.cache_hits;
+    ev.hit = true;
+    ev.graph_nodes = exe->num_nodes;
+  } else if (!site_eager) {
+    ++R->stats.cache_misses;
+    ev.miss_reason = nearest_difference(t, outputs, R->cache.entries(),
+                                        [](int loc) { return R->sources.str(loc); });
+    LoweredGraph g;
+    try {
+      exe = compile(t, outputs, &R->nondiff, &g);
+    } catch (const MXError& e) {
+      ev.miss_reason += std::string(" | compile failed, ran eagerly: ") + e.what();
+      exe = nullptr;
+    }
+    if (exe) {
+      exe->key = key;
+      exe->site = site;
+      exe->steps = steps_of(t);
+      for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
+      exe->recording = t.recording;
+      exe->training = t.training;
+      char title[160];
+      snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev.key.c_str(),
+               exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
+      exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
+      R->stats.cache_evictions += R->cache.insert(key, exe);
+      R->stats.compile_ms += exe->compile_ms;
+      ev.compile_ms = exe->compile_ms;
+      ev.graph_nodes = exe->num_nodes;
+      if (!site.empty()) {
+        Site& st = R->sites[site];
+        if (++st.compiles > R->cfg.recompile_limit && !st.eager) {
+          st.eager = true;
+          log_line("minpy_jit: WARNING: the jit() scope at " + site + " compiled " + std::to_string(st.compiles) +
+                   " different graphs (limit " + std::to_string(R->cfg.recompile_limit) +
+                   "); it runs eagerly from now on. Last reason: " + ev.miss_reason);
+        }
+      }
+    }
+    if (R->cfg.log_recompiles)
+      log_line("minpy_jit: compile " + ev.key + " nodes=" + std::to_string(ev.graph_nodes) + " ms=" +
+               std::to_string(ev.compile_ms) + " at " + where + " (" + cause + "): " + ev.miss_reason);
+  }
+  ++R->stats.flushes[cause];
+  if (exe) {
+    try {
+      run(*exe, t, outputs);
+      ++R->stats.executions;
+    } catch (const MXError& e) {
+      ev.eager = true;
+      ++R->stats.eager_replays;
+      run_eagerly(t, outputs);  // gives MXNet's own error for the failing op, if any
+    }
+  } else {
+    ev.eager = true;
+    ++R->stats.eager_replays;
+    run_eagerly(t, outputs);
+  }
+  if (R->cfg.log_flushes)
+    log_line("minpy_jit: flush " + cause + " at " + where + ": " + std::to_string(ev.nodes) + " ops, " +
+             (ev.eager ? "eager" : ev.hit ? "cache hit " + ev.key : "compiled " + ev.key));
+  R->stats.add_event(std::move(ev));
+}
+
+void flush_all(const std::string& cause) {
+  if (R->pending == 0) return;
+  std::string where = user_site();
+  ThreadState& mine = me();
+  flush_thread(mine, cause, where);
+  if (R->pending == 0) return;
+  std::vector<ThreadState*> others;
+  {
+    std::lock_guard<std::mutex> lock(R->threads_mu);
+    others = R->threads;
+  }
+  for (ThreadState* ts : others)
+    if (ts != &mine && !ts->trace.empty()) flush_thread(*ts, cause + " (from another thread)", where);
+}
+
+// ------------------------------------------------------------ recording
+
+OpInfo& op_info(AtomicSymbolCreator creator) {
+  auto it = R->ops.find(creator);
+  if (it != R->ops.end()) return *it->second;
+  auto info = std::make_unique<OpInfo>();
+  info->creator = creator;
+  info->name = op_name_of(creator);
+  info->hash = hash_bytes(info->name.data(), info->name.size());
+  const std::string& n = info->name;
+  info->random = n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
+                 n == "Dropout" || n == "_shuffle" || n == "RNN";
+  return *(R->ops[creator] = std::move(info));
+}
+
+py::object eager(const py::args& args, const std::string& cause) {
+  flush_all(cause);
+  return R->orig_invoke(*args);
+}
+
+std::string str_of(PyObject* v) {
+  if (PyUnicode_Check(v)) {
+    Py_ssize_t n;
+    const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+    return std::string(s, n);
+  }
+  PyObject* s = PyObject_Str(v);
+  if (!s) throw py::error_already_set();
+  Py_ssize_t n;
+  const char* c = PyUnicode_AsUTF8AndSize(s, &n);
+  std::string out(c, n);
+  Py_DECREF(s);
+  return out;
+}
+
+// _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
+py::object invoke(py::args args) {
+  ThreadState& ts = me();
+  if (ts.depth == 0 || ts.flushing || args.size() != 7) return R->orig_invoke(*args);
+  if (!ts.sites.empty() && R->sites[ts.sites.back()].eager) return R->orig_invoke(*args);
+  auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
+  OpInfo& op = op_info(creator);
+  PyObject* ndargs = args[1].ptr();
+  PyObject* keys = args[2].ptr();
+  PyObject* vals = args[3].ptr();
+  PyObject* out = args[4].ptr();
+  bool is_np = PyObject_IsTrue(args[5].ptr());
+  bool as_list = PyObject_IsTrue(args[6].ptr());
+
+  // Autograd and shape-semantics state are part of what is recorded.
+  bool rec = false, train = false;
+  MXAutogradIsRecording(&rec);
+  MXAutogradIsTraining(&train);
+  bool np_shape = np_shape_mode();
+  Trace& t = ts.trace;
+  if (!t.empty() && (t.recording != rec || t.training != train || t.np_shape != np_shape))
+    flush_thread(ts, "autograd state changed", user_site());
+  if (t.empty()) t.start(rec, train, np_shape);
+
+  std::vector<Attr> attrs;
+  uint64_t attr_hash = 0x41;
+  Py_ssize_t nk = PyList_Check(keys) ? PyList_GET_SIZE(keys) : PySequence_Size(keys);
+  attrs.reserve(nk);
+  for (Py_ssize_t i = 0; i < nk; ++i) {
+    py::object k = py::reinterpret_steal<py::object>(PySequence_GetItem(keys, i));
+    py::object v = py::reinterpret_steal<py::object>(PySequence_GetItem(vals, i));
+    Attr a{str_of(k.ptr()), str_of(v.ptr())};
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
+    attrs.push_back(std::move(a));
+  }
+
+  // Inputs: the value each array holds now; new arrays become external inputs.
+  Py_ssize_t nin = PySequence_Size(ndargs);
+  std::vector<int> in(nin);
+  std::vector<PyObject*> in_objs(nin);
+  for (Py_ssize_t i = 0; i < nin; ++i) {
+    PyObject* arr = PyList_Check(ndargs) ? PyList_GET_ITEM(ndargs, i) : nullptr;
+    py::object hold;
+    if (!arr) {
+      hold = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, i));
+      arr = hold.ptr();
+    }
+    in_objs[i] = arr;
+    NDArrayHandle h = handle_of(arr);
+    auto it = t.slots.find(h);
+    if (it != t.slots.end()) {
+      in[i] = it->second.value;
+      continue;
+    }
+    if (stype_of(h) != 0) {
+      ++R->stats.fallbacks[op.name];
+      ++R->stats.fallback_reasons[op.name + ": sparse input"];
+      return eager(args, "eager op " + op.name);
+    }
+    Slot* slot = nullptr;
+    in[i] = t.value_of(h, nullptr, &slot);
+    Py_INCREF(arr);
+    slot->owner = arr;
+  }
+  std::vector<const AVal*> in_avals(nin);
+  for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
+
+  const OpSignature* sig;
+  try {
+    sig = &R->sigs.lookup(op, attrs, attr_hash, in_avals, np_shape);
+  } catch (const OpInputError& e) {
+    PyErr_SetString(R->error_cls.ptr(), e.what());
+    throw py::error_already_set();
+  }
+  if (!sig->recordable) {
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": " + sig->why_not];
+    return eager(args, "eager op " + op.name);
+  }
+
+  // out=: the written arrays must match what the op produces.
+  std::vector<PyObject*> out_objs;
+  if (out != Py_None) {
+    if (PySequence_Check(out) && !PyObject_HasAttrString(out, "handle")) {
+      Py_ssize_t n = PySequence_Size(out);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* o = PySequence_GetItem(out, i);
+        out_objs.push_back(o);
+        Py_DECREF(o);  // still referenced by `out`
+      }
+    } else {
+      out_objs.push_back(out);
+    }
+    if (out_objs.size() != sig->outs.size()) {
+      PyErr_SetString(R->error_cls.ptr(), ("operator '" + op.name + "' produces " + std::to_string(sig->outs.size()) +
+                                           " outputs but out= gave " + std::to_string(out_objs.size()))
+                                              .c_str());
+      throw py::error_already_set();
+    }
+    for (size_t i = 0; i < out_objs.size(); ++i) {
+      NDArrayHandle h = handle_of(out_objs[i]);
+      auto it = t.slots.find(h);
+      AVal have = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
+      const AVal& want = sig->outs[i];
+      if (have.dev_type != want.dev_type || have.dev_id != want.dev_id || (it == t.slots.end() && stype_of(h) != 0)) {
+        ++R->stats.fallbacks[op.name];
+        ++R->stats.fallback_reasons[op.name + ": out= on another context or storage"];
+        return eager(args, "eager op " + op.name);
+      }
+      if (have.ndim != want.ndim || have.size() != want.size() || have.dtype != want.dtype ||
+          !std::equal(have.dims, have.dims + have.ndim, want.dims)) {
+        PyErr_SetString(R->error_cls.ptr(),
+                        ("operator '" + op.name + "': out= array " + std::to_string(i) + " has shape " +
+                         have.shape_str() + " " + dtype_name(have.dtype) + " but the result is " + want.shape_str() +
+                         " " + dtype_name(want.dtype))
+                            .c_str());
+        throw py::error_already_set();
+      }
+    }
+  }
+
+  // An op that updates an input in place needs that input materialised first.
+  for (int mi : sig->mutable_inputs) {
+    if (mi < nin && t.values[in[mi]].node >= 0) {
+      flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
+      return invoke(args);
+    }
+  }
+
+  int loc = R->cfg.track_source ? R->sources.capture() : -1;
+  int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, loc);
+  ++R->stats.ops_recorded;
+  ++R->pending;
+
+  py::object result;
+  if (!out_objs.empty()) {
+    for (size_t i = 0; i < out_objs.size(); ++i) {
+      NDArrayHandle h = handle_of(out_objs[i]);
+      auto it = t.slots.find(h);
+      if (it == t.slots.end()) {
+        Slot& s = t.bind(h, first + static_cast<int>(i), false, out_objs[i]);
+        s.ext_value = -1;
+        Py_INCREF(out_objs[i]);
+      } else {
+        it->second.value = first + static_cast<int>(i);
+      }
+    }
+    result = py::reinterpret_borrow<py::object>(out);
+  } else {
+    size_t n = sig->outs.size();
+    py::list lst(as_list || n != 1 ? n : 0);
+    for (size_t i = 0; i < n; ++i) {
+      NDArrayHandle h = nullptr;
+      PyObject* obj = make_lazy(sig->outs[i], is_np, &h);  // new ref: the slot's
+      t.bind(h, first + static_cast<int>(i), true, obj);
+      if (!as_list && n == 1) {
+        result = py::reinterpret_borrow<py::object>(obj);
+      } else {
+        PyList_SET_ITEM(lst.ptr(), i, obj);
+        Py_INCREF(obj);
+      }
+    }
+    if (as_list || n != 1) result = lst;
+  }
+  if (t.nodes.size() >= R->cfg.max_ops) flush_thread(ts, "op count cap", user_site());
+  return result;
+}
+
+// ------------------------------------------------------------ scope
+
+void enter(const std::string& site) {
+  ThreadState& ts = me();
+  ++ts.depth;
+  ts.sites.push_back(site);
+}
+
+void exit_scope() {
+  ThreadState& ts = me();
+  if (ts.depth == 0) return;
+  struct Pop {
+    ThreadState& ts;
+    ~Pop() {
+      --ts.depth;
+      ts.sites.pop_back();
+    }
+  } pop{ts};
+  if (ts.depth == 1) flush_thread(ts, "scope exit", user_site());
+}
+
+py::dict stats_dict() {
+  Stats& s = R->stats;
+  py::dict d;
+  d["ops_recorded"] = s.ops_recorded;
+  d["flushes"] = py::cast(s.flushes);
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["cache_evictions"] = s.cache_evictions;
+  d["graphs_cached"] = R->cache.size();
+  d["compile_ms"] = s.compile_ms;
+  d["executions"] = s.executions;
+  d["eager_replays"] = s.eager_replays;
+  d["fallbacks"] = py::cast(s.fallbacks);
+  d["fallback_reasons"] = py::cast(s.fallback_reasons);
+  d["shape_inferences"] = R->sigs.inferences;
+  py::dict sites;
+  for (auto& kv : R->sites)
+    if (kv.second.compiles) sites[py::str(kv.first)] = py::dict(py::arg("compiles") = kv.second.compiles,
+                                                                py::arg("eager") = kv.second.eager);
+  d["sites"] = sites;
+  return d;
+}
+
+py::list events() {
+  py::list out;
+  for (const auto& e : R->stats.events) {
+    py::dict d;
+    d["cause"] = e.cause;
+    d["where"] = e.where;
+    d["ops"] = e.nodes;
+    d["graph_nodes"] = e.graph_nodes;
+    d["hit"] = e.hit;
+    d["eager"] = e.eager;
+    d["compile_ms"] = e.compile_ms;
+    d["key"] = e.key;
+    d["miss_reason"] = e.miss_reason;
+    out.append(d);
+  }
+  return out;
+}
+
+py::list graphs() {
+  py::list out;
+  for (const auto& e : R->cache.entries()) {
+    py::dict d;
+    char k[20];
+    snprintf(k, sizeof k, "%016llx", static_cast<unsigned long long>(e->key.a));
+    d["key"] = std::string(k);
+    d["ir"] = e->ir;
+    d["json"] = e->json;
+    d["nodes"] = e->num_nodes;
+    d["runs"] = e->runs;
+    d["compile_ms"] = e->compile_ms;
+    d["site"] = e->site;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "minpy_jit core: op recording, graph lowering, executor cache";
+  R = new Runtime();  // lives for the process: MXNet handles must not be freed at interpreter teardown
+  m.def("install", [](py::object orig, py::object cls, py::object np_cls, py::object void_p, py::object err,
+                      std::vector<std::string> lib_dirs) {
+    R->orig_invoke = orig;
+    R->ndarray_cls = cls;
+    R->np_ndarray_cls = np_cls;
+    R->void_p = void_p;
+    R->error_cls = err;
+    R->sources.set_library_dirs(lib_dirs);
+  });
+  m.def("set_log", [](py::object fn) { R->log_fn = fn; });
+  m.def("invoke", &invoke, "Replacement for mxnet's _imperative_invoke: records the op inside jit().");
+  m.def("enter", &enter);
+  m.def("exit", &exit_scope);
+  m.def("depth", []() { return me().depth; });
+  m.def("pending", []() { return R->pending; });
+  m.def("flush", [](const std::string& cause) { flush_all(cause); });
+  m.def("stats", &stats_dict);
+  m.def("events", &events);
+  m.def("graphs", &graphs);
+  m.def("reset_stats", []() { R->stats = Stats(); });
+  m.def("clear_cache", []() {
+    R->cache.clear();
+    R->sites.clear();
+  });
+  m.def("configure", [](py::dict kw) {
+    for (auto item : kw) {
+      std::string k = py::str(item.first);
+      py::handle v = item.second;
+      if (k == "max_ops") R->cfg.max_ops = std::max<size_t>(1, v.cast<size_t>());
+      else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
+      else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
+      else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
+      else if (k == "log_recompiles") R->cfg.log_recompiles = v.cast<bool>();
+      else if (k == "log_flushes") R->cfg.log_flushes = v.cast<bool>();
+      else if (k == "pool_per_aval") R->cfg.pool_per_aval = v.cast<size_t>();
+      else throw py::key_error("unknown minpy_jit option: " + k);
+    }
+  });
+  m.def("config", []() {
+    py::dict d;
+    d["max_ops"] = R->cfg.max_ops;
+    d["cache_size"] = R->cache.capacity();
+    d["recompile_limit"] = R->cfg.recompile_limit;
+    d["track_source"] = R->cfg.track_source;
+    d["log_recompiles"] = R->cfg.log_recompiles;
+    d["log_flushes"] = R->cfg.log_flushes;
+    d["pool_per_aval"] = R->cfg.pool_per_aval;
+    return d;
+  });
+}

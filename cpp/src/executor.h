@@ -1,0 +1,68 @@
+// Compiled executors and their cache.
+//
+// An executor is one MXNet CachedOp (static_alloc, static_shape) built from a
+// lowered graph. It remembers which trace values feed its inputs, so a later
+// trace with the same key runs it with no lowering at all. The cache is an LRU
+// bounded by entry count.
+#pragma once
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "explain.h"
+#include "graph.h"
+
+namespace minpy {
+
+struct Executor {
+  CachedOpHandle op = nullptr;
+  std::vector<int> input_values;  // value id feeding each CachedOp input, in CachedOp order
+  int num_outputs = 0;
+  int num_nodes = 0;
+  double compile_ms = 0;
+  uint64_t runs = 0;
+  Key128 key;
+  std::string json;
+  std::string ir;  // printable graph
+  std::string site; // where the scope that first compiled it was entered
+  std::vector<Step> steps;  // the recorded sequence, for explaining later misses
+  std::vector<std::pair<int, int>> outputs;  // (value, target_ext)
+  bool recording = false, training = false;
+  ~Executor();
+};
+
+// Builds a CachedOp from a lowered graph. Learns non-differentiable ops from
+// MXNet's refusal ("... is non-differentiable ...") and retries with BlockGrad.
+std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
+                                  std::unordered_set<std::string>* nondifferentiable, LoweredGraph* lowered_out);
+
+// Runs an executor on the trace's arrays under the trace's autograd state.
+void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
+
+// Runs the trace op by op through MXNet's imperative API: the eager fallback,
+// exact by construction. Intermediates get temporary arrays.
+void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs);
+
+class ExecutorCache {
+ public:
+  explicit ExecutorCache(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<Executor> find(const Key128& key);
+  // Inserts; returns the number of evicted entries.
+  size_t insert(const Key128& key, std::shared_ptr<Executor> exe);
+  void set_capacity(size_t c);
+  size_t size() const { return map_.size(); }
+  size_t capacity() const { return capacity_; }
+  void clear();
+  std::vector<std::shared_ptr<Executor>> entries() const;  // most recent first
+
+ private:
+  size_t evict_to(size_t n);
+  size_t capacity_;
+  std::list<std::pair<Key128, std::shared_ptr<Executor>>> lru_;
+  std::unordered_map<Key128, decltype(lru_)::iterator, Key128Hash> map_;
+};
+
+}  // namespace minpy

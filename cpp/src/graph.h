@@ -1,0 +1,43 @@
+// Lowering: a trace plus the set of values still needed becomes one NNVM graph
+// (MXNet symbol JSON), and a readable printout of the same graph.
+//
+// Lowering drops dead nodes, wraps outputs of non-differentiable ops in
+// BlockGrad (CachedOp always builds a backward graph), and adds NNVM control
+// dependencies where dataflow alone would not keep program order:
+//   * a node writing into an array's memory runs after every reader of the
+//     array's old value (the read-before-write hazard of in-place outputs);
+//   * an op that updates an input in place (aux state) runs after earlier
+//     readers and before later readers of it;
+//   * random ops run in program order, so they draw the same numbers as eager.
+#pragma once
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "trace.h"
+
+namespace minpy {
+
+// One graph output: a value, and the external it overwrites (-1 for a lazy array).
+struct OutputSpec {
+  int value;
+  int target_ext;
+  NDArrayHandle handle;
+};
+
+struct LoweredGraph {
+  std::string json;
+  std::vector<int> input_values;  // value id of each graph variable, in JSON variable order
+  std::vector<int> kept_nodes;    // trace node ids kept, in order
+  int num_nodes = 0;              // operator nodes (BlockGrad wrappers excluded)
+};
+
+LoweredGraph lower(const Trace& trace, const std::vector<OutputSpec>& outputs,
+                   const std::unordered_set<std::string>& nondifferentiable);
+
+// The graph as text: one line per node, `%7 = relu(%6)  (32, 32) float32  # train.py:41`.
+std::string print_graph(const Trace& trace, const LoweredGraph& g, const std::vector<OutputSpec>& outputs,
+                        const std::function<std::string(int)>& loc_str, const std::string& title);
+
+}  // namespace minpy

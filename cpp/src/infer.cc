@@ -1,0 +1,166 @@
+#include "infer.h"
+
+#include <cstdio>
+
+#include "mxapi.h"
+
+namespace minpy {
+
+namespace {
+
+// Frees the symbols of one inference call whatever happens.
+struct SymbolGuard {
+  std::vector<SymbolHandle> held;
+  ~SymbolGuard() {
+    for (auto s : held) MXSymbolFree(s);
+  }
+};
+
+std::string first_lines(const std::string& msg, int max_lines) {
+  std::string out;
+  int lines = 0;
+  for (char c : msg) {
+    if (c == '\n' && ++lines >= max_lines) break;
+    out += c;
+  }
+  return out;
+}
+
+std::string describe_inputs(const std::vector<const AVal*>& ins) {
+  std::string s;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (i) s += ", ";
+    s += "input " + std::to_string(i) + " " + ins[i]->shape_str() + " " + dtype_name(ins[i]->dtype);
+  }
+  return s.empty() ? "no array inputs" : s;
+}
+
+}  // namespace
+
+void parse_ctx_attr(const std::vector<Attr>& attrs, int* dev_type, int* dev_id) {
+  *dev_type = 1;
+  *dev_id = 0;
+  for (const auto& a : attrs) {
+    if (a.key != "ctx") continue;
+    const std::string& v = a.val;
+    int id = 0;
+    auto lp = v.find('(');
+    if (lp != std::string::npos) id = std::atoi(v.c_str() + lp + 1);
+    std::string t = v.substr(0, lp);
+    *dev_type = t == "gpu" ? 2 : t == "cpu_pinned" ? 3 : t == "cpu_shared" ? 5 : 1;
+    *dev_id = id;
+  }
+}
+
+const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<Attr>& attrs, uint64_t attr_hash,
+                                          const std::vector<const AVal*>& ins, bool np_shape) {
+  uint64_t h = mix64(op.hash ^ attr_hash);
+  for (const AVal* a : ins) h = mix64(h ^ hash_aval(*a));
+  h = mix64(h ^ (np_shape ? 0x77 : 0x11) ^ (ins.size() << 20));
+  auto it = cache_.find(h);
+  if (it != cache_.end()) return *it->second;
+  ++inferences;
+  auto sig = std::make_unique<OpSignature>(infer(op, attrs, ins));
+  return *(cache_[h] = std::move(sig));
+}
+
+OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& attrs,
+                                  const std::vector<const AVal*>& ins) {
+  OpSignature sig;
+  for (const AVal* a : ins) {
+    if (a->dev_type != ins[0]->dev_type || a->dev_id != ins[0]->dev_id) {
+      sig.recordable = false;
+      sig.why_not = "inputs on different contexts";
+      return sig;
+    }
+  }
+  SymbolGuard guard;
+  std::vector<const char*> keys, vals;
+  for (const auto& a : attrs) {
+    keys.push_back(a.key.c_str());
+    vals.push_back(a.val.c_str());
+  }
+  SymbolHandle sym = nullptr;
+  try {
+    MX_CALL(MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(), vals.data(),
+                                       &sym));
+    guard.held.push_back(sym);
+    std::vector<std::string> names;
+    std::vector<SymbolHandle> vars;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      names.push_back("a" + std::to_string(i));
+      SymbolHandle v = nullptr;
+      MX_CALL(MXSymbolCreateVariable(names.back().c_str(), &v));
+      guard.held.push_back(v);
+      vars.push_back(v);
+    }
+    if (!ins.empty()) MX_CALL(MXSymbolCompose(sym, "op", static_cast<uint32_t>(vars.size()), nullptr, vars.data()));
+
+    std::vector<const char*> name_ptrs;
+    std::vector<uint32_t> ind{0};
+    std::vector<int> shape_data;
+    std::vector<int> type_data;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      name_ptrs.push_back(names[i].c_str());
+      for (int d = 0; d < ins[i]->ndim; ++d) shape_data.push_back(static_cast<int>(ins[i]->dims[d]));
+      ind.push_back(static_cast<uint32_t>(shape_data.size()));
+      type_data.push_back(ins[i]->dtype);
+    }
+    uint32_t in_n = 0, out_n = 0, aux_n = 0;
+    const int *in_nd = nullptr, *out_nd = nullptr, *aux_nd = nullptr;
+    const int **in_d = nullptr, **out_d = nullptr, **aux_d = nullptr;
+    int complete = 0;
+    MX_CALL(MXSymbolInferShapeEx(sym, static_cast<uint32_t>(ins.size()), name_ptrs.data(), ind.data(),
+                                 shape_data.data(), &in_n, &in_nd, &in_d, &out_n, &out_nd, &out_d, &aux_n, &aux_nd,
+                                 &aux_d, &complete));
+    if (!complete) {
+      sig.recordable = false;
+      sig.why_not = "output shape depends on data";
+      return sig;
+    }
+    sig.outs.resize(out_n);
+    for (uint32_t o = 0; o < out_n; ++o) {
+      if (out_nd[o] > AVal::kMaxDim || out_nd[o] < 0) {
+        sig.recordable = false;
+        sig.why_not = "output rank not supported";
+        return sig;
+      }
+      sig.outs[o].ndim = out_nd[o];
+      for (int d = 0; d < out_nd[o]; ++d) sig.outs[o].dims[d] = out_d[o][d];
+    }
+    uint32_t tin = 0, tout = 0, taux = 0;
+    const int *tin_d = nullptr, *tout_d = nullptr, *taux_d = nullptr;
+    MX_CALL(MXSymbolInferType(sym, static_cast<uint32_t>(ins.size()), name_ptrs.data(), type_data.data(), &tin,
+                              &tin_d, &tout, &tout_d, &taux, &taux_d, &complete));
+    if (!complete || tout != out_n) {
+      sig.recordable = false;
+      sig.why_not = "output dtype depends on data";
+      return sig;
+    }
+    int dev_type = 1, dev_id = 0;
+    if (!ins.empty()) {
+      dev_type = ins[0]->dev_type;
+      dev_id = ins[0]->dev_id;
+    } else {
+      parse_ctx_attr(attrs, &dev_type, &dev_id);
+    }
+    for (uint32_t o = 0; o < out_n; ++o) {
+      sig.outs[o].dtype = tout_d[o];
+      sig.outs[o].dev_type = dev_type;
+      sig.outs[o].dev_id = dev_id;
+    }
+    uint32_t naux = 0;
+    const char** aux_names = nullptr;
+    MX_CALL(MXSymbolListAuxiliaryStates(sym, &naux, &aux_names));
+    for (uint32_t i = 0; i < naux; ++i) {
+      std::string n = aux_names[i];
+      if (n.size() > 1 && n[0] == 'a') sig.mutable_inputs.push_back(std::atoi(n.c_str() + 1));
+    }
+  } catch (const MXError& e) {
+    throw OpInputError("operator '" + op.name + "' rejected its inputs (" + describe_inputs(ins) +
+                       "): " + first_lines(e.what(), 6));
+  }
+  return sig;
+}
+
+}  // namespace minpy

@@ -1,0 +1,46 @@
+// Abstract evaluation of one operator call: output shapes, dtypes and context
+// from the inputs' abstract values, without running anything.
+//
+// The first call with a given signature (op, attributes, input avals) asks
+// MXNet's own shape and type inference on a one-node symbol; the answer is
+// cached, so a repeated op costs one hash-map probe.
+#pragma once
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace.h"
+
+namespace minpy {
+
+struct OpSignature {
+  bool recordable = true;
+  std::string why_not;             // reason the op must run eagerly
+  std::vector<AVal> outs;
+  std::vector<int> mutable_inputs; // input positions the op updates in place (aux states)
+};
+
+// Raised when the inputs cannot be given to the op (MXNet's inference refused them).
+struct OpInputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class SignatureCache {
+ public:
+  // attr_hash covers keys and values; np_shape selects MXNet's shape semantics.
+  const OpSignature& lookup(const OpInfo& op, const std::vector<Attr>& attrs, uint64_t attr_hash,
+                            const std::vector<const AVal*>& ins, bool np_shape);
+  size_t size() const { return cache_.size(); }
+  uint64_t inferences = 0;  // MXNet inference calls made (cache misses)
+
+ private:
+  OpSignature infer(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins);
+  std::unordered_map<uint64_t, std::unique_ptr<OpSignature>> cache_;
+};
+
+// Context an op with no array inputs runs on, read from its `ctx` attribute.
+void parse_ctx_attr(const std::vector<Attr>& attrs, int* dev_type, int* dev_id);
+
+}  // namespace minpy

@@ -1,0 +1,69 @@
+// Thin, Python-free helpers over MXNet's C API: error checking and the
+// handful of array queries the runtime needs.
+#pragma once
+#include <mxnet/c_api.h>
+#include <nnvm/c_api.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "aval.h"
+
+namespace minpy {
+
+// Raised when an MXNet C API call fails; carries MXNet's own message.
+struct MXError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void mx_check(int rc, const char* what) {
+  if (rc != 0) throw MXError(std::string(MXGetLastError()) + " [" + what + "]");
+}
+#define MX_CALL(expr) ::minpy::mx_check((expr), #expr)
+
+inline bool np_shape_mode() {
+  int cur = 0;
+  MXIsNumpyShape(&cur);
+  return cur != 0;
+}
+
+// Shape, dtype and context of an existing array (one C call each).
+inline AVal aval_of(NDArrayHandle h) {
+  AVal a;
+  int ndim = 0;
+  const int* dims = nullptr;
+  MX_CALL(MXNDArrayGetShapeEx(h, &ndim, &dims));
+  a.ndim = ndim;
+  if (ndim > AVal::kMaxDim) throw MXError("arrays with more than 8 dimensions are not recorded");
+  for (int i = 0; i < ndim && i < AVal::kMaxDim; ++i) a.dims[i] = dims[i];
+  MX_CALL(MXNDArrayGetDType(h, &a.dtype));
+  MX_CALL(MXNDArrayGetContext(h, &a.dev_type, &a.dev_id));
+  return a;
+}
+
+inline int stype_of(NDArrayHandle h) {
+  int st = 0;
+  MX_CALL(MXNDArrayGetStorageType(h, &st));
+  return st;
+}
+
+// A new array of the given abstract value whose memory is allocated on first write.
+inline NDArrayHandle new_lazy_array(const AVal& a) {
+  NDArrayHandle h = nullptr;
+  uint32_t dims[AVal::kMaxDim];
+  for (int i = 0; i < a.ndim; ++i) dims[i] = static_cast<uint32_t>(a.dims[i]);
+  if (a.ndim <= 0 && !np_shape_mode()) {
+    MX_CALL(MXNDArrayCreateNone(&h));
+    return h;
+  }
+  MX_CALL(MXNDArrayCreateEx(dims, a.ndim < 0 ? 0 : a.ndim, a.dev_type, a.dev_id, 1, a.dtype, &h));
+  return h;
+}
+
+inline std::string op_name_of(AtomicSymbolCreator creator) {
+  const char* name = nullptr;
+  MX_CALL(MXSymbolGetAtomicSymbolName(creator, &name));
+  return name;
+}
+
+}  // namespace minpy

@@ -1,0 +1,36 @@
+// Counters the runtime keeps; exported to Python as a plain dict.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+
+namespace minpy {
+
+// One flush, as shown by explain() and the logs.
+struct FlushEvent {
+  std::string cause, where;
+  int nodes = 0, graph_nodes = 0;
+  bool hit = false, eager = false;
+  double compile_ms = 0;
+  std::string key, miss_reason;
+};
+
+struct Stats {
+  uint64_t ops_recorded = 0;
+  uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
+  uint64_t executions = 0, eager_replays = 0;
+  double compile_ms = 0;
+  std::map<std::string, uint64_t> flushes;    // by cause
+  std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name
+  std::map<std::string, uint64_t> fallback_reasons;
+  std::deque<FlushEvent> events;  // most recent flushes (bounded)
+  static constexpr size_t kMaxEvents = 256;
+
+  void add_event(FlushEvent e) {
+    events.push_back(std::move(e));
+    if (events.size() > kMaxEvents) events.pop_front();
+  }
+};
+
+}  // namespace minpy

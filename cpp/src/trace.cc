@@ -1,0 +1,64 @@
+#include "trace.h"
+
+#include "mxapi.h"
+
+namespace minpy {
+
+int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
+  auto it = slots.find(h);
+  if (it != slots.end()) {
+    if (slot_out) *slot_out = &it->second;
+    return it->second.value;
+  }
+  Value v;
+  v.aval = known_aval ? *known_aval : aval_of(h);
+  v.ext = h;
+  int id = static_cast<int>(values.size());
+  values.push_back(v);
+  key.add(0xE0000000ULL + static_cast<uint64_t>(id));
+  key.add(hash_aval(v.aval));
+  Slot& s = slots[h];
+  s.value = id;
+  s.ext_value = id;
+  if (slot_out) *slot_out = &s;
+  return id;
+}
+
+int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_hash, const std::vector<int>& in,
+                    const std::vector<AVal>& outs, const std::vector<int>& mutated_inputs, int loc) {
+  Node n;
+  n.op = op;
+  n.attrs = std::move(attrs);
+  n.in = in;
+  n.loc = loc;
+  int node_id = static_cast<int>(nodes.size());
+  int first = static_cast<int>(values.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    Value v;
+    v.aval = outs[i];
+    v.node = node_id;
+    v.index = static_cast<int>(i);
+    n.out.push_back(static_cast<int>(values.size()));
+    values.push_back(v);
+  }
+  for (int mi : mutated_inputs) n.mutated.push_back(in[mi]);
+  key.add(op->hash);
+  key.add(attr_hash);
+  for (int v : in) key.add(static_cast<uint64_t>(v) + 0x1000);
+  key.add(0xA000 + outs.size());
+  nodes.push_back(std::move(n));
+  return first;
+}
+
+Slot& Trace::bind(NDArrayHandle h, int value, bool ours, void* owner) {
+  Slot& s = slots[h];
+  s.value = value;
+  if (ours) {
+    s.ours = true;
+    s.owner = owner;
+  }
+  if (!s.owner) s.owner = owner;
+  return s;
+}
+
+}  // namespace minpy

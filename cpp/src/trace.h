@@ -1,0 +1,94 @@
+// The trace: the sequence buffer of recorded operator calls, in SSA form.
+//
+// Every array the trace touches has a slot, keyed by its MXNet handle. A slot
+// names the SSA value the array holds *now*: an external input (data that
+// existed before the trace) or the output of a recorded node. In-place writes
+// (`out=`, `+=`, slice assignment) do not mutate anything here; they make a new
+// value and point the written array's slot at it (functionalisation). At a
+// flush, each array whose current value differs from what it held before is a
+// graph output written into that array's own memory.
+//
+// The structural key is updated as ops arrive, so a flush looks up its
+// executor with no further hashing of the sequence. It is canonical: values are
+// numbered in order of first appearance, never by handle or MXNet name.
+#pragma once
+#include <mxnet/c_api.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "aval.h"
+
+namespace minpy {
+
+// What the runtime knows about one MXNet operator (one per creator handle).
+struct OpInfo {
+  AtomicSymbolCreator creator = nullptr;
+  std::string name;
+  uint64_t hash = 0;
+  bool random = false;  // draws from MXNet's generator: never dropped, never reordered
+};
+
+struct Attr {
+  std::string key, val;
+};
+
+struct Node {
+  const OpInfo* op = nullptr;
+  std::vector<Attr> attrs;
+  std::vector<int> in;       // value ids
+  std::vector<int> out;      // value ids
+  std::vector<int> mutated;  // external value ids this node updates in place (aux states)
+  int loc = -1;              // source location id (see SourceTable), -1 when not tracked
+};
+
+struct Value {
+  AVal aval;
+  int node = -1;   // producing node, -1 for an external input
+  int index = 0;   // output index within the node
+  NDArrayHandle ext = nullptr;  // the array behind an external input
+};
+
+struct Slot {
+  int value = -1;      // SSA value the array holds now
+  int ext_value = -1;  // the external value it held when the trace first saw it, -1 if none
+  void* owner = nullptr;  // opaque: the Python object (managed by the bindings)
+  bool ours = false;   // created by the recorder as a lazy output
+};
+
+class Trace {
+ public:
+  std::vector<Node> nodes;
+  std::vector<Value> values;
+  std::unordered_map<NDArrayHandle, Slot> slots;
+  Key128 key;
+  bool recording = false, training = false, np_shape = false;
+
+  bool empty() const { return nodes.empty(); }
+
+  // Begin a trace segment under the given autograd and shape-semantics state.
+  void start(bool rec, bool train, bool np) {
+    recording = rec, training = train, np_shape = np;
+    key = Key128();
+    key.add(0x5eed0000ULL | (rec ? 1 : 0) | (train ? 2 : 0) | (np ? 4 : 0));
+  }
+
+  // The value an array holds now, registering it as an external input if new.
+  int value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out);
+
+  // Appends a node; returns the id of its first output value.
+  int add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_hash, const std::vector<int>& in,
+               const std::vector<AVal>& outs, const std::vector<int>& mutated_inputs, int loc);
+
+  // Points an array's slot at a new value (an in-place write or a fresh output).
+  Slot& bind(NDArrayHandle h, int value, bool ours, void* owner);
+
+  void clear() {
+    nodes.clear();
+    values.clear();
+    slots.clear();
+  }
+};
+
+}  // namespace minpy

@@ -1,0 +1,27 @@
+"""minpy_jit: lazy evaluation and graph caching for imperative MXNet code.
+
+    import mxnet as mx, minpy_jit
+    from mxnet import nd
+    x = nd.random.uniform(shape=(32, 32))
+    with minpy_jit.jit():
+        for _ in range(100):
+            x = nd.relu(x * 1.01 + 0.5)   # recorded, not run
+    print(x)                              # ran as one cached graph at scope exit
+    print(minpy_jit.stats())              # ops recorded, flushes by cause, hits/misses...
+    print(minpy_jit.last_graph())         # the graph, one line per node
+
+Pipeline (one module per stage): intercept (hooks into MXNet) -> _core.invoke
+(records each op into the C++ trace, infers shapes) -> flush (liveness, cache
+lookup by structural key) -> lowering to NNVM JSON -> CachedOp executor (cached,
+LRU). diagnostics exposes what happened and why.
+"""
+import mxnet  # noqa: F401  (must be loaded before the extension: it provides libmxnet)
+
+from . import intercept  # noqa: F401  (installs nothing until a scope opens)
+from .diagnostics import config, events, graphs, last_graph, print_stats, reset_stats, stats
+from .errors import OpInputError
+from .scope import flush, jit
+
+__all__ = ["jit", "flush", "stats", "reset_stats", "events", "graphs", "last_graph", "config",
+           "print_stats", "OpInputError"]
+__version__ = "0.1.0"

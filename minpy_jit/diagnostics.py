@@ -1,0 +1,71 @@
+"""What the runtime did and why: statistics, flush events, graphs, logging."""
+import json
+import os
+import sys
+
+from . import _core
+
+
+def stats():
+    """Counters as a plain dict (prints, compares and serialises as JSON).
+
+    ops_recorded, flushes {cause: n}, cache_hits, cache_misses, cache_evictions,
+    graphs_cached, compile_ms, executions, eager_replays, fallbacks {op: n},
+    fallback_reasons {"op: why": n}, shape_inferences, sites {site: {compiles, eager}}.
+    """
+    return _core.stats()
+
+
+def reset_stats():
+    _core.reset_stats()
+
+
+def events():
+    """The most recent flushes (up to 256): cause, user line, ops, hit/miss and why it missed."""
+    return _core.events()
+
+
+def graphs():
+    """Cached graphs, most recently used first: key, printable IR, symbol JSON, runs."""
+    return _core.graphs()
+
+
+def last_graph():
+    """The readable printout of the most recently used compiled graph."""
+    g = _core.graphs()
+    return g[0]["ir"] if g else ""
+
+
+def config(**options):
+    """Set options; with no arguments return them all.
+
+    max_ops: flush when a trace reaches this many ops (default 10000)
+    cache_size: compiled executors kept, LRU (default 256)
+    recompile_limit: distinct graphs per jit() site before it runs eagerly (default 8)
+    track_source: remember the user line of every recorded op (default True)
+    log: "recompiles", "flushes", "all" or "" -- same as MINPY_JIT_LOG
+    """
+    if "log" in options:
+        set_log(options.pop("log"))
+    if options:
+        _core.configure(options)
+    return _core.config()
+
+
+def set_log(spec):
+    parts = {p.strip() for p in (spec or "").split(",") if p.strip()}
+    if "all" in parts:
+        parts |= {"recompiles", "flushes"}
+    _core.configure({"log_recompiles": "recompiles" in parts, "log_flushes": "flushes" in parts})
+
+
+def _log(line):
+    print(line, file=sys.stderr)
+
+
+def print_stats(file=None):
+    print(json.dumps(stats(), indent=2, sort_keys=True), file=file or sys.stdout)
+
+
+_core.set_log(_log)
+set_log(os.environ.get("MINPY_JIT_LOG", ""))

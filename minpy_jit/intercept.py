@@ -1,0 +1,171 @@
+"""Where minpy_jit hooks into MXNet, and how it gets out again.
+
+Two hooks, both installed only while some thread is inside a `jit()` scope:
+
+1. `mxnet.ndarray.register._imperative_invoke` -- the one function every
+   generated `mx.nd` op, NDArray operator, optimizer update and Gluon layer
+   calls. It is replaced by `_core.invoke`, which records instead of running.
+
+2. Every mxnet module's `_LIB` (the ctypes handle on libmxnet) is replaced by a
+   proxy. Each C API function that could read or write array data -- which is
+   every function not on a short list of metadata queries -- first flushes
+   pending work. So an access path nobody anticipated (a new NDArray method,
+   library code calling the C API) costs a flush, never a wrong value.
+"""
+import ctypes
+import os
+import sys
+import threading
+
+import mxnet
+import mxnet.base
+import mxnet.ndarray.register as _register
+
+from . import _core
+
+_REAL_LIB = mxnet.base._LIB
+_REAL_INVOKE = _register._imperative_invoke
+
+# C API functions that touch no array data and no random state: no flush needed.
+SAFE = frozenset("""
+MXGetLastError MXGetVersion MXGetGPUCount MXGetGPUMemoryInformation64 MXLibInfoFeatures
+MXNDArrayCreate MXNDArrayCreateEx MXNDArrayCreateEx64 MXNDArrayCreateNone MXNDArrayCreateSparseEx
+MXNDArrayFree MXNDArrayGetShape MXNDArrayGetShapeEx MXNDArrayGetShapeEx64 MXNDArrayGetDType
+MXNDArrayGetContext MXNDArrayGetStorageType MXNDArrayGetGradState
+MXAutogradIsRecording MXAutogradIsTraining MXAutogradSetIsRecording MXAutogradSetIsTraining
+MXIsNumpyShape MXSetIsNumpyShape MXIsNumpyDefaultDtype MXSetIsNumpyDefaultDtype
+NNGetOpHandle MXListAllOpNames NNListAllOpNames MXSymbolListAtomicSymbolCreators
+MXSymbolGetAtomicSymbolInfo MXSymbolGetAtomicSymbolName MXFuncGetInfo MXListFunctions
+MXEngineSetBulkSize MXSetNumOMPThreads
+""".split())
+
+# Friendly flush causes for the C API calls users reach through common methods.
+CAUSES = {
+    "MXNDArraySyncCopyToCPU": "asnumpy",
+    "MXNDArrayWaitToRead": "wait_to_read",
+    "MXNDArrayWaitToWrite": "wait_to_write",
+    "MXNDArrayWaitAll": "waitall",
+    "MXAutogradBackwardEx": "backward",
+    "MXAutogradBackward": "backward",
+    "MXAutogradComputeGradient": "backward",
+    "MXAutogradMarkVariables": "attach_grad",
+    "MXNDArrayReshape": "reshape view",
+    "MXNDArrayReshape64": "reshape view",
+    "MXNDArraySlice": "slice view",
+    "MXNDArraySlice64": "slice view",
+    "MXNDArrayAt": "index view",
+    "MXNDArrayAt64": "index view",
+    "MXNDArraySyncCopyFromCPU": "write from numpy",
+    "MXNDArraySyncCopyFromNDArray": "write from array",
+    "MXNDArraySaveRawBytes": "pickle",
+    "MXNDArraySave": "nd.save",
+    "MXInvokeCachedOp": "hybridized block",
+    "MXInvokeCachedOpEx": "hybridized block",
+    "MXImperativeInvokeEx": "eager op",
+    "MXImperativeInvoke": "eager op",
+    "MXRandomSeed": "random seed",
+    "MXRandomSeedContext": "random seed",
+    "MXNDArrayGetGrad": "read .grad",
+    "MXNDArrayDetach": "detach",
+    "MXNDArrayToDLPack": "dlpack",
+    "MXNDArrayGetData": "data pointer",
+}
+
+
+class _GuardedLib:
+    """Stands in for the ctypes CDLL: flushes before any call that may see data."""
+
+    def __init__(self, lib):
+        object.__setattr__(self, "_lib", lib)
+
+    def __getattr__(self, name):
+        fn = getattr(self._lib, name)
+        if name in SAFE or name.startswith("MXSymbol") or not callable(fn):
+            guarded = fn
+        else:
+            guarded = _guard(fn, CAUSES.get(name, name))
+        object.__setattr__(self, name, guarded)  # cached: later lookups skip __getattr__
+        return guarded
+
+
+def _guard(fn, cause):
+    pending, flush = _core.pending, _core.flush
+
+    def guarded(*args):
+        if pending():
+            flush(cause)
+        return fn(*args)
+
+    guarded.__name__ = getattr(fn, "__name__", cause)
+    return guarded
+
+
+_PROXY = _GuardedLib(_REAL_LIB)
+_lock = threading.Lock()
+_active_scopes = 0
+_lib_modules = []
+_modules_seen = 0
+
+
+def _modules_holding_lib():
+    global _lib_modules, _modules_seen
+    if len(sys.modules) != _modules_seen:
+        _modules_seen = len(sys.modules)
+        _lib_modules = [m for name, m in list(sys.modules.items())
+                        if name.startswith("mxnet") and getattr(m, "_LIB", None) in (_REAL_LIB, _PROXY)]
+    return _lib_modules
+
+
+def _patch():
+    _register._imperative_invoke = _core.invoke
+    for m in _modules_holding_lib():
+        m._LIB = _PROXY
+
+
+def _unpatch():
+    _register._imperative_invoke = _REAL_INVOKE
+    for m in _modules_holding_lib():
+        m._LIB = _REAL_LIB
+
+
+def acquire():
+    """A scope opens somewhere: make sure the hooks are in."""
+    global _active_scopes
+    with _lock:
+        if _active_scopes == 0:
+            _patch()
+        _active_scopes += 1
+
+
+def release():
+    """A scope closed: with none left open anywhere, MXNet is restored exactly."""
+    global _active_scopes
+    with _lock:
+        _active_scopes -= 1
+        if _active_scopes == 0 and _core.pending() == 0:
+            _unpatch()
+
+
+def hooks_installed():
+    return _register._imperative_invoke is _core.invoke
+
+
+def _library_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.path.dirname(os.path.abspath(mxnet.__file__)) + os.sep, here + os.sep]
+    import contextlib
+    dirs.append(os.path.abspath(contextlib.__file__))
+    return dirs
+
+
+def _init():
+    from mxnet.ndarray.ndarray import NDArray
+    try:
+        from mxnet.numpy import ndarray as np_ndarray
+    except ImportError:  # pragma: no cover - mxnet built without numpy front end
+        np_ndarray = NDArray
+    from .errors import OpInputError
+    _core.install(_REAL_INVOKE, NDArray, np_ndarray, ctypes.c_void_p, OpInputError, _library_dirs())
+
+
+_init()
