@@ -1,0 +1,155 @@
+"""W3 MLP training step: batch 64, 784-256-256-10, ReLU, softmax cross-entropy (mean), plain SGD lr 0.1.
+
+Gluon + Trainer, three modes: eager, jit() (forward, backward and trainer.step
+inside one `with minpy_jit.jit():`), and the net hybridized with
+static_alloc=True, static_shape=True. Reports ms per step, ratios, and the peak
+RSS of each mode run alone in a fresh subprocess (resource.getrusage).
+
+    .venv/bin/python benchmarks/w3_mlp_step.py [--json out.json]
+    .venv/bin/python benchmarks/w3_mlp_step.py --rss {none,eager,jit,hybrid}   # one mode, prints peak RSS
+"""
+import os
+import resource
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import mxnet as mx  # noqa: E402
+import numpy as np  # noqa: E402
+from mxnet import autograd, gluon, nd  # noqa: E402
+from mxnet.gluon import nn  # noqa: E402
+
+import minpy_jit  # noqa: E402
+import timing  # noqa: E402
+
+# W3 definition (copied from the benchmark definitions)
+BATCH = 64
+SIZES = (784, 256, 256, 10)
+LR = 0.1
+RSS_STEPS = 300
+MODES = ("eager", "hybrid", "jit")
+
+
+def make_net():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        for i, (nin, nout) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+            last = i == len(SIZES) - 2
+            net.add(nn.Dense(nout, in_units=nin, activation=None if last else "relu"))
+    return net
+
+
+def make_data():
+    rng = np.random.RandomState(timing.SEED)
+    x = nd.array(rng.uniform(-1, 1, (BATCH, SIZES[0])).astype(np.float32))
+    y = nd.array(rng.randint(0, SIZES[-1], BATCH).astype(np.float32))
+    return x, y
+
+
+class Setup:
+    """A net, its Trainer and a step function for one mode; initial weights from `init`."""
+
+    def __init__(self, mode, init=None):
+        self.mode = mode
+        self.net = make_net()
+        self.net.initialize(mx.init.Xavier())
+        if init is not None:
+            for p, v in zip(self.net.collect_params().values(), init):
+                p.set_data(v)
+        if mode == "hybrid":
+            self.net.hybridize(static_alloc=True, static_shape=True)
+        self.trainer = gluon.Trainer(self.net.collect_params(), "sgd", {"learning_rate": LR})
+        self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        self.x, self.y = make_data()
+
+    def _step(self):
+        with autograd.record():
+            loss = self.loss_fn(self.net(self.x), self.y).mean()
+        loss.backward()
+        self.trainer.step(1)
+        return loss
+
+    def step(self):
+        if self.mode == "jit":
+            with minpy_jit.jit():
+                loss = self._step()
+        else:
+            loss = self._step()
+        nd.waitall()  # loss and updated weights ready
+        return loss
+
+    def params(self):
+        return [p.data().asnumpy() for p in self.net.collect_params().values()]
+
+
+def initial_weights():
+    timing.seed_all()
+    net = make_net()
+    net.initialize(mx.init.Xavier())
+    return [p.data().copy() for p in net.collect_params().values()]
+
+
+def rss_child(mode):
+    init = initial_weights()
+    if mode != "none":
+        s = Setup(mode, init)
+        for _ in range(RSS_STEPS):
+            s.step()
+    print("PEAK_RSS_KB %d" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def peak_rss_mb(mode):
+    out = timing.run_child([sys.executable, os.path.abspath(__file__), "--rss", mode])
+    kb = int([line for line in out.splitlines() if line.startswith("PEAK_RSS_KB")][0].split()[1])
+    return kb / 1024.0
+
+
+def main():
+    init = initial_weights()
+    setups = {m: Setup(m, init) for m in MODES}
+
+    # correctness, once, before timing: 3 steps from the same weights
+    for _ in range(3):
+        losses = {m: s.step().asscalar() for m, s in setups.items()}
+    ref = setups["eager"].params()
+    for m in ("jit", "hybrid"):
+        for a, b in zip(setups[m].params(), ref):
+            assert np.allclose(a, b, rtol=1e-4, atol=1e-5), "%s weights differ from eager" % m
+        assert np.isclose(losses[m], losses["eager"], rtol=1e-4), (m, losses)
+
+    setups["jit"].step()
+    minpy_jit.reset_stats()
+    res = timing.compare({m: setups[m].step for m in MODES})
+    jit_stats = minpy_jit.stats()
+    rss = {m: peak_rss_mb(m) for m in ("none",) + MODES}
+
+    ms = {m: res[m].median * 1e3 for m in MODES}
+    print("W3 MLP training step: batch %d, %s, ReLU, softmax CE (mean), SGD lr %g; Gluon + Trainer"
+          % (BATCH, "-".join(map(str, SIZES)), LR))
+    timing.print_env()
+    print()
+    names = {"eager": "eager (Gluon + Trainer)", "hybrid": "hybridized (static_alloc+static_shape)",
+             "jit": "jit() (fwd + bwd + step in one scope)"}
+    rows = [[names[m], "%.3f" % ms[m], "%.0f%%" % (100 * res[m].spread), "%.1f" % rss[m],
+             "%+.1f" % (rss[m] - rss["none"])] for m in MODES]
+    timing.table(rows, ["mode", "ms/step", "spread", "peak RSS MB", "vs setup-only"])
+    print("(peak RSS: each mode alone in a fresh process, %d steps; setup-only process: %.0f MB)"
+          % (RSS_STEPS, rss["none"]))
+    print()
+    print("ratio eager/jit      %s" % timing.ratio(ms["eager"], ms["jit"]))
+    print("ratio hybridized/jit %s" % timing.ratio(ms["hybrid"], ms["jit"]))
+    print("jit stats over the timed steps: cache_hits=%d cache_misses=%d flushes=%s executions=%d "
+          "eager_replays=%d fallbacks=%s" % (jit_stats["cache_hits"], jit_stats["cache_misses"],
+                                             jit_stats["flushes"], jit_stats["executions"],
+                                             jit_stats["eager_replays"], jit_stats["fallbacks"]))
+    timing.write_summary(timing.summary_arg(), dict(
+        workload="W3 MLP train step", unit="ms/step", eager=ms["eager"], hybrid=ms["hybrid"], jit=ms["jit"],
+        cache_hits=jit_stats["cache_hits"], cache_misses=jit_stats["cache_misses"],
+        rss_mb={m: rss[m] for m in rss}))
+
+
+if __name__ == "__main__":
+    if "--rss" in sys.argv:
+        rss_child(sys.argv[sys.argv.index("--rss") + 1])
+    else:
+        main()
