@@ -80,7 +80,7 @@ class _GuardedLib:
 
     def __getattr__(self, name):
         fn = getattr(self._lib, name)
-        if name in SAFE or name.startswith("MXSymbol") or not callable(fn):
+        if name in SAFE or name.startswith(("MXSymbol", "NNSymbol")) or not callable(fn):
             guarded = fn
         else:
             guarded = _guard(fn, CAUSES.get(name, name))

@@ -6,6 +6,7 @@
 // (someone else holds them) from dead intermediates (only we do).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <structmember.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "explain.h"
 #include "infer.h"
 #include "mxapi.h"
+#include "rewrite.h"
 #include "source.h"
 #include "stats.h"
 
@@ -54,6 +56,11 @@ struct Runtime {
   std::unordered_map<std::string, Site> sites;
   std::unordered_map<uint64_t, std::vector<PyObject*>> pool;  // recycled lazy arrays by aval
   SourceTable sources;
+  struct ScalarSite {
+    std::string first;
+    bool hot = false;
+  };
+  std::unordered_map<uint64_t, ScalarSite> scalar_sites;  // see rewrite.h for the lifting rule
   Stats stats;
   Config cfg;
   std::vector<ThreadState*> threads;
@@ -84,7 +91,25 @@ ThreadState& me() {
 
 // ------------------------------------------------------------ arrays
 
+// Fast path: read NDArrayBase's `handle` slot and the pointer inside the
+// ctypes c_void_p directly (CDataObject: PyObject_HEAD, then char* b_ptr).
+struct HandleLayout {
+  PyTypeObject* base = nullptr;   // mxnet NDArrayBase
+  PyTypeObject* void_p = nullptr; // ctypes.c_void_p
+  Py_ssize_t offset = -1;         // of the `handle` slot
+} HL;
+
+inline PyObject* handle_obj_fast(PyObject* arr) {
+  if (HL.offset < 0 || !PyObject_TypeCheck(arr, HL.base)) return nullptr;
+  return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(arr) + HL.offset);
+}
+
 NDArrayHandle handle_of(PyObject* arr) {
+  PyObject* fast = handle_obj_fast(arr);
+  if (fast && Py_TYPE(fast) == HL.void_p) {
+    char* b_ptr = *reinterpret_cast<char**>(reinterpret_cast<char*>(fast) + sizeof(PyObject));
+    return *reinterpret_cast<void**>(b_ptr);
+  }
   PyObject* h = PyObject_GetAttrString(arr, "handle");
   if (!h) throw py::error_already_set();
   PyObject* v = PyObject_GetAttrString(h, "value");
@@ -98,6 +123,7 @@ NDArrayHandle handle_of(PyObject* arr) {
 // True when someone besides the trace holds the array (or its raw handle).
 bool held_elsewhere(PyObject* arr) {
   if (Py_REFCNT(arr) > 1) return true;
+  if (PyObject* fast = handle_obj_fast(arr)) return Py_REFCNT(fast) > 1;  // the array's slot holds one
   PyObject* h = PyObject_GetAttrString(arr, "handle");
   if (!h) {
     PyErr_Clear();
@@ -161,6 +187,7 @@ void release_trace(Trace& t, const std::unordered_set<PyObject*>& reuse_blocked)
       Py_DECREF(obj);
     }
   }
+  for (auto h : t.owned) MXNDArrayFree(h);
   R->pending -= std::min(R->pending, t.nodes.size());
   t.clear();
 }
@@ -334,6 +361,109 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   return *(R->ops[creator] = std::move(info));
 }
 
+// The arrays a call returns: out= arrays rebound to the new values, or new lazy arrays.
+py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std::vector<PyObject*>& out_objs,
+                        PyObject* out, bool is_np, bool as_list) {
+  Trace& t = ts.trace;
+  py::object result;
+  if (!out_objs.empty()) {
+    for (size_t i = 0; i < out_objs.size(); ++i) {
+      NDArrayHandle h = handle_of(out_objs[i]);
+      auto it = t.slots.find(h);
+      if (it == t.slots.end()) {
+        Slot& s = t.bind(h, outs[i], false, out_objs[i]);
+        s.ext_value = -1;
+        Py_INCREF(out_objs[i]);
+      } else {
+        it->second.value = outs[i];
+      }
+    }
+    result = py::reinterpret_borrow<py::object>(out);
+  } else {
+    size_t n = outs.size();
+    py::list lst(as_list || n != 1 ? n : 0);
+    for (size_t i = 0; i < n; ++i) {
+      NDArrayHandle h = nullptr;
+      PyObject* obj = make_lazy(t.values[outs[i]].aval, is_np, &h);  // new ref: the slot's
+      t.bind(h, outs[i], true, obj);
+      if (!as_list && n == 1) {
+        result = py::reinterpret_borrow<py::object>(obj);
+      } else {
+        PyList_SET_ITEM(lst.ptr(), i, obj);
+        Py_INCREF(obj);
+      }
+    }
+    if (as_list || n != 1) result = lst;
+  }
+  if (t.nodes.size() >= R->cfg.max_ops) flush_thread(ts, "op count cap", user_site());
+  return result;
+}
+
+uint64_t hash_str(const std::string& s) { return hash_bytes(s.data(), s.size()); }
+
+// Records the nodes of a lifted-scalar expansion into the current trace.
+struct TraceEmitter : Emitter {
+  ThreadState& ts;
+  int loc;
+  explicit TraceEmitter(ThreadState& t, int l) : ts(t), loc(l) {}
+
+  int node(const std::string& name, std::vector<Attr> attrs, std::vector<int> in) override {
+    AtomicSymbolCreator creator = nullptr;
+    MX_CALL(NNGetOpHandle(name.c_str(), &creator));
+    OpInfo& op = op_info(creator);
+    uint64_t h = 0x41;
+    for (const auto& a : attrs) h = mix64(mix64(h ^ hash_str(a.key)) ^ hash_str(a.val));
+    Trace& t = ts.trace;
+    std::vector<const AVal*> avals;
+    for (int v : in) avals.push_back(&t.values[v].aval);
+    const OpSignature& sig = R->sigs.lookup(op, attrs, h, avals, t.np_shape);
+    if (!sig.recordable) throw MXError("lifted form " + name + " is not recordable: " + sig.why_not);
+    ++R->pending;
+    ++R->stats.ops_recorded;
+    return t.add_node(&op, std::move(attrs), h, in, sig.outs, sig.mutable_inputs, loc);
+  }
+
+  int constant(double v, int like) override {
+    Trace& t = ts.trace;
+    AVal a = t.values[like].aval;
+    union { float f; double d; int32_t i; int64_t l; } bits;
+    size_t nbytes;
+    switch (a.dtype) {
+      case 0: bits.f = static_cast<float>(v); nbytes = 4; break;
+      case 1: bits.d = v; nbytes = 8; break;
+      case 4: bits.i = static_cast<int32_t>(v); nbytes = 4; break;
+      case 6: bits.l = static_cast<int64_t>(v); nbytes = 8; break;
+      default: return -1;  // float16 etc.: keep the attribute
+    }
+    for (int d = 0; d < a.ndim; ++d) a.dims[d] = 1;
+    if (a.ndim == 0 && !t.np_shape) a.ndim = 1, a.dims[0] = 1;
+    uint64_t k = mix64(hash_aval(a) ^ hash_bytes(&bits, nbytes));
+    auto it = t.constants.find(k);
+    if (it != t.constants.end()) return it->second;
+    NDArrayHandle h = new_lazy_array(a);
+    t.owned.push_back(h);
+    MX_CALL(MXNDArraySyncCopyFromCPU(h, &bits, 1));
+    int id = t.value_of(h, &a, nullptr);
+    t.constants[k] = id;
+    return id;
+  }
+};
+
+// Whether this call's liftable attribute has been seen with another value at the same place.
+bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vector<Attr>& attrs) {
+  const std::string* val = nullptr;
+  for (const auto& a : attrs)
+    if (a.key == attr) val = &a.val;
+  if (!val) return false;
+  uint64_t site = mix64(hash_str(ts.sites.empty() ? "" : ts.sites.back()) ^ op.hash);
+  site = mix64(site ^ static_cast<uint64_t>(ts.trace.user_ops) ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
+  auto& s = R->scalar_sites[site];
+  if (s.hot) return true;
+  if (s.first.empty()) s.first = *val;
+  else if (s.first != *val) s.hot = true;
+  return s.hot;
+}
+
 py::object eager(const py::args& args, const std::string& cause) {
   flush_all(cause);
   return R->orig_invoke(*args);
@@ -422,6 +552,44 @@ py::object invoke(py::args args) {
   std::vector<const AVal*> in_avals(nin);
   for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
 
+  // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
+  if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
+    NDArrayHandle h = handle_of(out);
+    auto it = t.slots.find(h);
+    AVal target = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
+    const AVal& src = t.values[in[0]].aval;
+    bool same_place = target.dev_type == src.dev_type && target.dev_id == src.dev_id &&
+                      (it != t.slots.end() || stype_of(h) == 0);
+    if (same_place && target.ndim == src.ndim && std::equal(src.dims, src.dims + src.ndim, target.dims)) {
+      TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
+      int v = target.dtype == src.dtype ? em.node("_copy", {}, {in[0]})
+                                        : em.node("Cast", {{"dtype", dtype_name(target.dtype)}}, {in[0]});
+      ++t.user_ops;
+      return bind_results(ts, {v}, {out}, out, is_np, as_list);
+    }
+  }
+
+  const char* lift = liftable_attr(op.name);
+  if (*lift && is_hot(ts, op, lift, attrs)) {
+    TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
+    std::vector<int> outs;
+    std::vector<std::pair<int, int>> updates;
+    if (expand_lifted(op.name, attrs, in, em, &outs, &updates)) {
+      for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
+      ++t.user_ops;
+      std::vector<PyObject*> out_objs;
+      if (out != Py_None) {
+        if (PyObject_HasAttrString(out, "handle")) out_objs.push_back(out);
+        else for (Py_ssize_t i = 0; i < PySequence_Size(out); ++i) {
+          PyObject* o = PySequence_GetItem(out, i);
+          out_objs.push_back(o);
+          Py_DECREF(o);
+        }
+      }
+      return bind_results(ts, outs, out_objs, out, is_np, as_list);
+    }
+  }
+
   const OpSignature* sig;
   try {
     sig = &R->sigs.lookup(op, attrs, attr_hash, in_avals, np_shape);
@@ -488,39 +656,10 @@ py::object invoke(py::args args) {
   int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, loc);
   ++R->stats.ops_recorded;
   ++R->pending;
-
-  py::object result;
-  if (!out_objs.empty()) {
-    for (size_t i = 0; i < out_objs.size(); ++i) {
-      NDArrayHandle h = handle_of(out_objs[i]);
-      auto it = t.slots.find(h);
-      if (it == t.slots.end()) {
-        Slot& s = t.bind(h, first + static_cast<int>(i), false, out_objs[i]);
-        s.ext_value = -1;
-        Py_INCREF(out_objs[i]);
-      } else {
-        it->second.value = first + static_cast<int>(i);
-      }
-    }
-    result = py::reinterpret_borrow<py::object>(out);
-  } else {
-    size_t n = sig->outs.size();
-    py::list lst(as_list || n != 1 ? n : 0);
-    for (size_t i = 0; i < n; ++i) {
-      NDArrayHandle h = nullptr;
-      PyObject* obj = make_lazy(sig->outs[i], is_np, &h);  // new ref: the slot's
-      t.bind(h, first + static_cast<int>(i), true, obj);
-      if (!as_list && n == 1) {
-        result = py::reinterpret_borrow<py::object>(obj);
-      } else {
-        PyList_SET_ITEM(lst.ptr(), i, obj);
-        Py_INCREF(obj);
-      }
-    }
-    if (as_list || n != 1) result = lst;
-  }
-  if (t.nodes.size() >= R->cfg.max_ops) flush_thread(ts, "op count cap", user_site());
-  return result;
+  ++t.user_ops;
+  std::vector<int> outs;
+  for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
+  return bind_results(ts, outs, out_objs, out, is_np, as_list);
 }
 
 // ------------------------------------------------------------ scope
@@ -616,6 +755,13 @@ PYBIND11_MODULE(_core, m) {
     R->void_p = void_p;
     R->error_cls = err;
     R->sources.set_library_dirs(lib_dirs);
+    py::object base = cls.attr("__mro__")[py::int_(-2)];  // NDArrayBase (before object)
+    py::object desc = base.attr("__dict__")["handle"];
+    if (Py_TYPE(desc.ptr()) == &PyMemberDescr_Type) {
+      HL.base = reinterpret_cast<PyTypeObject*>(base.ptr());
+      HL.void_p = reinterpret_cast<PyTypeObject*>(void_p.ptr());
+      HL.offset = reinterpret_cast<PyMemberDescrObject*>(desc.ptr())->d_member->offset;
+    }
   });
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });
   m.def("invoke", &invoke, "Replacement for mxnet's _imperative_invoke: records the op inside jit().");

@@ -63,6 +63,9 @@ class Trace {
   std::vector<Value> values;
   std::unordered_map<NDArrayHandle, Slot> slots;
   Key128 key;
+  int user_ops = 0;                    // op calls made by the program (an expansion counts once)
+  std::vector<NDArrayHandle> owned;    // lifted-scalar arrays the trace created; freed after its flush
+  std::unordered_map<uint64_t, int> constants;  // lifted scalar -> its value id, deduplicated per trace
   bool recording = false, training = false, np_shape = false;
 
   bool empty() const { return nodes.empty(); }
@@ -85,6 +88,9 @@ class Trace {
   Slot& bind(NDArrayHandle h, int value, bool ours, void* owner);
 
   void clear() {
+    user_ops = 0;
+    owned.clear();
+    constants.clear();
     nodes.clear();
     values.clear();
     slots.clear();

@@ -1,0 +1,172 @@
+#include "rewrite.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
+
+namespace minpy {
+
+namespace {
+
+struct ScalarForm {
+  const char* broadcast_op;
+  bool scalar_first;  // S op x (the r* forms)
+};
+
+const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
+  static const std::unordered_map<std::string, ScalarForm> m = {
+      {"_mul_scalar", {"broadcast_mul", false}},        {"_plus_scalar", {"broadcast_add", false}},
+      {"_minus_scalar", {"broadcast_sub", false}},      {"_rminus_scalar", {"broadcast_sub", true}},
+      {"_div_scalar", {"broadcast_div", false}},        {"_rdiv_scalar", {"broadcast_div", true}},
+      {"_power_scalar", {"broadcast_power", false}},    {"_rpower_scalar", {"broadcast_power", true}},
+      {"_maximum_scalar", {"broadcast_maximum", false}}, {"_minimum_scalar", {"broadcast_minimum", false}},
+      {"_mod_scalar", {"broadcast_mod", false}},        {"_rmod_scalar", {"broadcast_mod", true}},
+      {"_hypot_scalar", {"broadcast_hypot", false}},    {"_equal_scalar", {"broadcast_equal", false}},
+      {"_not_equal_scalar", {"broadcast_not_equal", false}}, {"_greater_scalar", {"broadcast_greater", false}},
+      {"_greater_equal_scalar", {"broadcast_greater_equal", false}},
+      {"_lesser_scalar", {"broadcast_lesser", false}},  {"_lesser_equal_scalar", {"broadcast_lesser_equal", false}},
+  };
+  return m;
+}
+
+std::string get(const std::vector<Attr>& attrs, const char* key, const char* dflt) {
+  for (const auto& a : attrs)
+    if (a.key == key) return a.val;
+  return dflt;
+}
+
+double num(const std::vector<Attr>& attrs, const char* key, double dflt) {
+  std::string s = get(attrs, key, "");
+  return s.empty() ? dflt : std::strtod(s.c_str(), nullptr);
+}
+
+// "(0.1, 0.2)" or "[0.1, 0.2]" -> {0.1, 0.2}
+std::vector<double> num_list(const std::string& s) {
+  std::vector<double> out;
+  const char* p = s.c_str();
+  while (*p) {
+    if ((*p >= '0' && *p <= '9') || *p == '-' || *p == '.') {
+      char* end = nullptr;
+      out.push_back(std::strtod(p, &end));
+      p = end;
+    } else {
+      ++p;
+    }
+  }
+  return out;
+}
+
+// A float attribute exactly as MXNet's float32 kernels see it.
+std::string f32(double v) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  return buf;
+}
+
+int scal(Emitter& em, const char* op, int x, double s) { return em.node(op, {{"scalar", f32(s)}}, {x}); }
+
+int clip(Emitter& em, int x, double c) { return em.node("clip", {{"a_min", f32(-c)}, {"a_max", f32(c)}}, {x}); }
+
+// (1 - lr*wd)*w - lr*clip(rescale*g)            [SGDKernel]
+int sgd(Emitter& em, int w, int g, int LR, double wd, double rescale, double clip_g) {
+  int step;
+  if (clip_g >= 0) step = em.node("broadcast_mul", {}, {LR, clip(em, scal(em, "_mul_scalar", g, rescale), clip_g)});
+  else step = em.node("broadcast_mul", {}, {g, scal(em, "_mul_scalar", LR, rescale)});
+  int decay = scal(em, "_rminus_scalar", scal(em, "_mul_scalar", LR, wd), 1.0);
+  return em.node("broadcast_sub", {}, {em.node("broadcast_mul", {}, {w, decay}), step});
+}
+
+// mom = momentum*mom - lr*wd*w - lr*clip(rescale*g); w += mom     [SGDMomKernel]
+std::pair<int, int> sgd_mom(Emitter& em, int w, int g, int mom, int LR, double momentum, double wd, double rescale,
+                            double clip_g) {
+  int a = scal(em, "_mul_scalar", mom, momentum);
+  int b = em.node("broadcast_mul", {}, {w, scal(em, "_mul_scalar", LR, wd)});
+  int c;
+  if (clip_g >= 0) c = em.node("broadcast_mul", {}, {LR, clip(em, scal(em, "_mul_scalar", g, rescale), clip_g)});
+  else c = em.node("broadcast_mul", {}, {g, scal(em, "_mul_scalar", LR, rescale)});
+  int new_mom = em.node("elemwise_sub", {}, {em.node("elemwise_sub", {}, {a, b}), c});
+  return {em.node("elemwise_add", {}, {w, new_mom}), new_mom};
+}
+
+}  // namespace
+
+const char* liftable_attr(const std::string& op) {
+  if (scalar_ops().count(op)) return "scalar";
+  if (op == "sgd_update" || op == "sgd_mom_update" || op == "adam_update") return "lr";
+  if (op == "multi_sgd_update" || op == "multi_sgd_mom_update") return "lrs";
+  return "";
+}
+
+bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
+                   std::vector<int>* outs, std::vector<std::pair<int, int>>* updates) {
+  auto so = scalar_ops().find(op);
+  if (so != scalar_ops().end()) {
+    if (in.size() != 1) return false;
+    int S = em.constant(num(attrs, "scalar", 0), in[0]);
+    if (S < 0) return false;
+    std::vector<int> args = so->second.scalar_first ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
+    outs->push_back(em.node(so->second.broadcast_op, {}, args));
+    return true;
+  }
+  double wd = num(attrs, "wd", 0), rescale = num(attrs, "rescale_grad", 1), clip_g = num(attrs, "clip_gradient", -1);
+  if (op == "sgd_update" && in.size() == 2) {
+    int LR = em.constant(num(attrs, "lr", 0), in[0]);
+    if (LR < 0) return false;
+    outs->push_back(sgd(em, in[0], in[1], LR, wd, rescale, clip_g));
+    return true;
+  }
+  if (op == "sgd_mom_update" && in.size() == 3) {
+    int LR = em.constant(num(attrs, "lr", 0), in[0]);
+    if (LR < 0) return false;
+    auto r = sgd_mom(em, in[0], in[1], in[2], LR, num(attrs, "momentum", 0), wd, rescale, clip_g);
+    outs->push_back(r.first);
+    updates->emplace_back(2, r.second);
+    return true;
+  }
+  if (op == "adam_update" && in.size() == 4) {
+    int LR = em.constant(num(attrs, "lr", 0), in[0]);
+    if (LR < 0) return false;
+    double b1 = num(attrs, "beta1", 0.9), b2 = num(attrs, "beta2", 0.999), eps = num(attrs, "epsilon", 1e-8);
+    int w = in[0], g = in[1], mean = in[2], var = in[3];
+    // g' = rescale*g + wd*w, clipped; mean, var moving averages; w -= lr*mean/(sqrt(var)+eps)   [AdamUpdateKernel]
+    int gr = em.node("elemwise_add", {}, {scal(em, "_mul_scalar", g, rescale), scal(em, "_mul_scalar", w, wd)});
+    if (clip_g >= 0) gr = clip(em, gr, clip_g);
+    float one_b1 = 1.f - static_cast<float>(b1), one_b2 = 1.f - static_cast<float>(b2);
+    int m = em.node("elemwise_add", {}, {scal(em, "_mul_scalar", mean, b1), scal(em, "_mul_scalar", gr, one_b1)});
+    int v = em.node("elemwise_add",
+                    {}, {scal(em, "_mul_scalar", var, b2), em.node("elemwise_mul", {}, {scal(em, "_mul_scalar", gr, one_b2), gr})});
+    int upd = em.node("broadcast_div", {}, {em.node("broadcast_mul", {}, {m, LR}),
+                                            scal(em, "_plus_scalar", em.node("sqrt", {}, {v}), eps)});
+    outs->push_back(em.node("elemwise_sub", {}, {w, upd}));
+    updates->emplace_back(2, m);
+    updates->emplace_back(3, v);
+    return true;
+  }
+  if (op == "multi_sgd_update" || op == "multi_sgd_mom_update") {
+    bool mom = op == "multi_sgd_mom_update";
+    size_t stride = mom ? 3 : 2;
+    std::vector<double> lrs = num_list(get(attrs, "lrs", "")), wds = num_list(get(attrs, "wds", ""));
+    size_t n = in.size() / stride;
+    if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
+    std::vector<int> LRs;  // all constants first: a failure must not leave half an expansion behind
+    for (size_t i = 0; i < n; ++i) {
+      LRs.push_back(em.constant(lrs[i], in[i * stride]));
+      if (LRs.back() < 0) return false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      int LR = LRs[i];
+      if (mom) {
+        auto r = sgd_mom(em, in[i * 3], in[i * 3 + 1], in[i * 3 + 2], LR, num(attrs, "momentum", 0), wds[i], rescale,
+                         clip_g);
+        outs->push_back(r.first);
+        updates->emplace_back(static_cast<int>(i * 3 + 2), r.second);
+      } else {
+        outs->push_back(sgd(em, in[i * 2], in[i * 2 + 1], LR, wds[i], rescale, clip_g));
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace minpy
