@@ -160,6 +160,8 @@ void recycle(PyObject* obj, const AVal& a, bool np) {
 
 // ------------------------------------------------------------ flush
 
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 std::string user_site() { return R->sources.str(R->sources.capture()); }
 
 void log_line(const std::string& s) {
@@ -278,8 +280,10 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     try {
       exe = compile(t, outputs, &R->nondiff, &g);
     } catch (const MXError& e) {
-      ev.miss_reason += std::string(" | compile failed, ran eagerly: ") + e.what();
-      exe = nullptr;
+      // Cached as an eager-only entry, so the same sequence is not compiled again.
+      ev.miss_reason += std::string(" | compile failed, runs eagerly: ") + first_line(e.what());
+      exe = std::make_shared<Executor>();
+      exe->ir = "(runs eagerly: " + first_line(e.what()) + ")";
     }
     if (exe) {
       exe->key = key;
@@ -291,7 +295,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
       char title[160];
       snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev.key.c_str(),
                exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
-      exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
+      if (exe->op) exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
       R->stats.cache_evictions += R->cache.insert(key, exe);
       R->stats.compile_ms += exe->compile_ms;
       ev.compile_ms = exe->compile_ms;
@@ -311,7 +315,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
                std::to_string(ev.compile_ms) + " at " + where + " (" + cause + "): " + ev.miss_reason);
   }
   ++R->stats.flushes[cause];
-  if (exe) {
+  if (exe && exe->op) {
     try {
       run(*exe, t, outputs);
       ++R->stats.executions;

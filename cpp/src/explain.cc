@@ -69,8 +69,7 @@ std::string nearest_difference(const Trace& t, const std::vector<OutputSpec>& ou
   for (const auto& e : cached) {
     size_t n = std::min(now.size(), e->steps.size()), i = 0;
     while (i < n && now[i].is_input == e->steps[i].is_input && now[i].op == e->steps[i].op &&
-           now[i].in == e->steps[i].in && now[i].aval == e->steps[i].aval &&
-           attr_diff(now[i], e->steps[i]).empty())
+           now[i].in == e->steps[i].in && now[i].aval == e->steps[i].aval && now[i].attrs == e->steps[i].attrs)
       ++i;
     if (!best || i > best_common) {
       best = e.get();

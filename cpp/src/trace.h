@@ -32,6 +32,7 @@ struct OpInfo {
 
 struct Attr {
   std::string key, val;
+  bool operator==(const Attr& o) const { return key == o.key && val == o.val; }
 };
 
 struct Node {
@@ -93,7 +94,9 @@ class Trace {
     constants.clear();
     nodes.clear();
     values.clear();
-    slots.clear();
+    // clear() keeps every bucket: after one huge trace each later flush would pay for it.
+    if (slots.bucket_count() > 8192) std::unordered_map<NDArrayHandle, Slot>().swap(slots);
+    else slots.clear();
   }
 };
 
