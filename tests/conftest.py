@@ -1,0 +1,147 @@
+"""Shared helpers for differential tests: run a function eagerly and under jit(), compare.
+
+    eager, jitted = run_both(fn, x, y)          # fn gets fresh copies of x, y each time
+    assert_same(eager, jitted)                  # values, shapes and dtypes (nested lists ok)
+    res = run_both(fn, x, seed=3)               # mx.random.seed(3) before each run
+    res.stats                                   # minpy_jit.stats() delta of the jitted run
+"""
+import numbers
+
+import mxnet as mx
+import numpy as np
+
+import minpy_jit
+from minpy_jit import intercept
+
+# Default relative tolerance per dtype. Eager and jitted runs use the same kernels, so
+# results are normally bit-identical; these only absorb last-bit noise. Integers: exact.
+RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
+
+BIG = 10 ** 9  # recompile limit used while run_both's jit() scope runs
+
+
+def copy_args(args):
+    """Fresh copies of the NDArrays in args (made eagerly); other values pass through."""
+    out = []
+    for a in args:
+        if isinstance(a, mx.nd.NDArray):
+            out.append(a.copy())
+        elif isinstance(a, (list, tuple)):
+            out.append(type(a)(copy_args(a)))
+        else:
+            out.append(a)
+    return out
+
+
+def stats_delta(before, after):
+    """after - before for the numeric (and nested dict) entries of minpy_jit.stats()."""
+    d = {}
+    for k, v in after.items():
+        b = before.get(k)
+        if isinstance(v, dict):
+            sub = {kk: vv - (b or {}).get(kk, 0) for kk, vv in v.items()
+                   if isinstance(vv, numbers.Number) and vv != (b or {}).get(kk, 0)}
+            d[k] = sub
+        elif isinstance(v, numbers.Number):
+            d[k] = v - (b or 0)
+    return d
+
+
+class Both(tuple):
+    """(eager, jitted) results; .stats is the stats() delta of the jitted run."""
+    stats = None
+
+    @property
+    def eager(self):
+        return self[0]
+
+    @property
+    def jitted(self):
+        return self[1]
+
+
+def materialize(out):
+    """Wait for every NDArray in out (so errors surface here, not in a later comparison)."""
+    for _, v in _leaves(out):
+        if isinstance(v, mx.nd.NDArray):
+            v.wait_to_read()
+    return out
+
+
+def run_eager(fn, *args, seed=None):
+    assert not intercept.hooks_installed(), "eager reference run would be recorded"
+    args = copy_args(args)
+    if seed is not None:
+        mx.random.seed(seed)
+    out = fn(*args)
+    mx.nd.waitall()
+    return materialize(out)
+
+
+def run_jit(fn, *args, seed=None):
+    """fn under jit() on copies of args. Returns (result, stats delta)."""
+    args = copy_args(args)
+    mx.nd.waitall()
+    if seed is not None:
+        mx.random.seed(seed)
+    old_limit = minpy_jit.config()["recompile_limit"]
+    minpy_jit.config(recompile_limit=BIG)  # many distinct graphs come from this one site
+    try:
+        before = minpy_jit.stats()
+        with minpy_jit.jit():
+            out = fn(*args)
+        after = minpy_jit.stats()
+    finally:
+        minpy_jit.config(recompile_limit=old_limit)
+    assert not intercept.hooks_installed()
+    return materialize(out), stats_delta(before, after)
+
+
+def run_both(fn, *args, seed=None):
+    """Run fn eagerly, then under minpy_jit.jit(), each on fresh copies of args."""
+    eager = run_eager(fn, *args, seed=seed)
+    jitted, delta = run_jit(fn, *args, seed=seed)
+    res = Both((eager, jitted))
+    res.stats = delta
+    return res
+
+
+def _leaves(x, path="out"):
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            yield from _leaves(v, "%s[%d]" % (path, i))
+    elif isinstance(x, dict):
+        for k in sorted(x):
+            yield from _leaves(x[k], "%s[%r]" % (path, k))
+    else:
+        yield path, x
+
+
+def assert_same(eager, jitted, rtol=None, atol=0.0):
+    """Same structure; every NDArray has the same shape, dtype, context and values.
+
+    rtol=None uses the per-dtype default (RTOL); integer and bool arrays compare exactly.
+    NaNs compare equal to NaNs.
+    """
+    le, lj = list(_leaves(eager)), list(_leaves(jitted))
+    assert [p for p, _ in le] == [p for p, _ in lj], "different result structure"
+    for (path, e), (_, j) in zip(le, lj):
+        if isinstance(e, mx.nd.NDArray):
+            assert isinstance(j, mx.nd.NDArray), "%s: jitted result is %r" % (path, type(j))
+            assert type(e) is type(j), "%s: %s vs %s" % (path, type(e), type(j))
+            assert e.shape == j.shape, "%s: shape %s (eager) vs %s (jit)" % (path, e.shape, j.shape)
+            assert e.dtype == j.dtype, "%s: dtype %s (eager) vs %s (jit)" % (path, e.dtype, j.dtype)
+            assert e.context == j.context, "%s: context %s vs %s" % (path, e.context, j.context)
+            e, j = e.asnumpy(), j.asnumpy()
+        if isinstance(e, np.ndarray) or isinstance(j, np.ndarray):
+            e, j = np.asarray(e), np.asarray(j)
+            assert e.shape == j.shape and e.dtype == j.dtype, path
+            if e.dtype.kind in "fc":
+                tol = RTOL.get(e.dtype, 1e-6) if rtol is None else rtol
+                np.testing.assert_allclose(j, e, rtol=tol, atol=atol, equal_nan=True,
+                                           err_msg="%s (jit vs eager)" % path)
+            else:
+                np.testing.assert_array_equal(j, e, err_msg="%s (jit vs eager)" % path)
+        else:
+            assert e == j or (e != e and j != j), "%s: %r (eager) vs %r (jit)" % (path, e, j)
+
