@@ -38,6 +38,7 @@ struct Config {
 struct ThreadState {
   int depth = 0;
   bool flushing = false;
+  int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
   std::vector<std::string> sites;  // scope entry sites, innermost last
   Trace trace;
 };
@@ -63,28 +64,37 @@ struct Runtime {
   std::unordered_map<uint64_t, ScalarSite> scalar_sites;  // see rewrite.h for the lifting rule
   Stats stats;
   Config cfg;
-  std::vector<ThreadState*> threads;
+  std::vector<ThreadState*> threads, spare_states;
   std::mutex threads_mu;
   size_t pending = 0;  // recorded, unflushed ops over all threads
 };
 
 Runtime* R = nullptr;
 
+// A thread's state is never freed: another thread may hold a pointer to it from
+// flush_all's snapshot of the registry. States of finished threads are reused.
 struct ThreadSlot {
-  std::unique_ptr<ThreadState> st;
-  ~ThreadSlot() {
+  ThreadState* st = nullptr;
+  ~ThreadSlot() {  // thread exit: runs without the GIL
     if (!st || !R) return;
     std::lock_guard<std::mutex> lock(R->threads_mu);
-    R->threads.erase(std::remove(R->threads.begin(), R->threads.end(), st.get()), R->threads.end());
+    R->threads.erase(std::remove(R->threads.begin(), R->threads.end(), st), R->threads.end());
+    if (st->trace.empty()) R->spare_states.push_back(st);
   }
 };
 thread_local ThreadSlot tls;
 
 ThreadState& me() {
   if (!tls.st) {
-    tls.st = std::make_unique<ThreadState>();
     std::lock_guard<std::mutex> lock(R->threads_mu);
-    R->threads.push_back(tls.st.get());
+    if (!R->spare_states.empty()) {
+      tls.st = R->spare_states.back();
+      R->spare_states.pop_back();
+      *tls.st = ThreadState();
+    } else {
+      tls.st = new ThreadState();
+    }
+    R->threads.push_back(tls.st);
   }
   return *tls.st;
 }
@@ -97,6 +107,7 @@ struct HandleLayout {
   PyTypeObject* base = nullptr;   // mxnet NDArrayBase
   PyTypeObject* void_p = nullptr; // ctypes.c_void_p
   Py_ssize_t offset = -1;         // of the `handle` slot
+  Py_ssize_t writable_offset = -1;
 } HL;
 
 inline PyObject* handle_obj_fast(PyObject* arr) {
@@ -147,15 +158,19 @@ PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out) {
   }
   NDArrayHandle h = new_lazy_array(a);
   py::object handle = R->void_p(reinterpret_cast<uintptr_t>(h));
-  py::object obj = (np ? R->np_ndarray_cls : R->ndarray_cls)(handle);
   *h_out = h;
-  return obj.release().ptr();
-}
-
-void recycle(PyObject* obj, const AVal& a, bool np) {
-  auto& bucket = R->pool[pool_key(a, np)];
-  if (bucket.size() < R->cfg.pool_per_aval) bucket.push_back(obj);
-  else Py_DECREF(obj);
+  auto* type = reinterpret_cast<PyTypeObject*>((np ? R->np_ndarray_cls : R->ndarray_cls).ptr());
+  if (HL.offset >= 0 && HL.writable_offset >= 0) {
+    // Filled in C, without running NDArray.__init__: no Python bytecode may run while a trace is
+    // half-updated (another thread could take the GIL and flush it).
+    PyObject* obj = type->tp_alloc(type, 0);
+    if (!obj) throw py::error_already_set();
+    *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + HL.offset) = handle.release().ptr();
+    Py_INCREF(Py_True);
+    *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + HL.writable_offset) = Py_True;
+    return obj;
+  }
+  return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(type))(handle).release().ptr();
 }
 
 // ------------------------------------------------------------ flush
@@ -175,23 +190,67 @@ struct FlushingGuard {
 };
 
 // Drops the trace's references; dead lazy arrays go back to the pool.
-void release_trace(Trace& t, const std::unordered_set<PyObject*>& reuse_blocked) {
+// Drops the trace's references; dead lazy arrays go back to the pool. The trace is
+// emptied before any reference is released, since a release may run Python code
+// (NDArray.__del__) and let other threads in.
+void release_trace(Trace& t) {
+  std::vector<PyObject*> drop;
   for (auto& kv : t.slots) {
     PyObject* obj = static_cast<PyObject*>(kv.second.owner);
     if (!obj) continue;
     const Slot& s = kv.second;
-    if (s.ours && !reuse_blocked.count(obj) && !held_elsewhere(obj)) {
-      const Value& v = t.values[s.value];
+    if (s.ours && !held_elsewhere(obj)) {
       bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
-      // An array that was written (an effectful op's dead output) keeps its memory: still fine to reuse.
-      recycle(obj, v.aval, np);
-    } else {
-      Py_DECREF(obj);
+      auto& bucket = R->pool[pool_key(t.values[s.value].aval, np)];
+      if (bucket.size() < R->cfg.pool_per_aval) {
+        bucket.push_back(obj);  // never written unless an effectful op's dead output: reusable either way
+        continue;
+      }
     }
+    drop.push_back(obj);
   }
   for (auto h : t.owned) MXNDArrayFree(h);
   R->pending -= std::min(R->pending, t.nodes.size());
   t.clear();
+  for (PyObject* obj : drop) Py_DECREF(obj);
+}
+
+size_t dtype_bytes(int flag) {
+  switch (flag) {
+    case 1: case 6: return 8;
+    case 2: return 2;
+    case 3: case 5: case 7: return 1;
+    default: return 4;
+  }
+}
+
+// True when an array the trace writes in place shares memory with another array
+// it uses (a view: x.reshape, x[1:3]). One graph cannot order such a write against
+// reads through the other handle; eager replay can (MXNet orders them by memory).
+bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
+  std::vector<std::pair<NDArrayHandle, const AVal*>> written, all;
+  for (const auto& o : outputs)
+    if (o.target_ext >= 0 || !t.slots.at(o.handle).ours) written.emplace_back(o.handle, &t.values[o.value].aval);
+  if (written.empty()) return false;
+  for (const auto& v : t.values)
+    if (v.node < 0 && v.ext) all.emplace_back(v.ext, &v.aval);
+  for (const auto& w : written) all.push_back(w);
+  auto range = [](NDArrayHandle h, const AVal* a) {
+    void* p = nullptr;
+    MXNDArrayGetData(h, &p);
+    auto lo = reinterpret_cast<uintptr_t>(p);
+    return std::make_pair(lo, lo + static_cast<uintptr_t>(a->size()) * dtype_bytes(a->dtype));
+  };
+  for (const auto& w : written) {
+    auto wr = range(w.first, w.second);
+    if (!wr.first) continue;
+    for (const auto& o : all) {
+      if (o.first == w.first) continue;
+      auto r = range(o.first, o.second);
+      if (r.first && r.first < wr.second && wr.first < r.second) return true;
+    }
+  }
+  return false;
 }
 
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where);
@@ -199,9 +258,8 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where) {
   Trace& t = ts.trace;
   if (ts.flushing) return;
-  std::unordered_set<PyObject*> keep;
   if (t.nodes.empty()) {
-    release_trace(t, keep);
+    release_trace(t);
     return;
   }
   FlushingGuard guard(ts);
@@ -231,7 +289,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   // Effectful ops (random draws, in-place state updates) run even when their results are dead.
   std::vector<NDArrayHandle> temps;
   for (const Node& n : t.nodes) {
-    if (!n.op->random && n.mutated.empty()) continue;
+    if (!n.op->effectful && n.mutated.empty()) continue;
     bool any = false;
     for (int v : n.out) any |= is_output[v] != 0;
     if (any) continue;
@@ -259,19 +317,24 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   struct Cleanup {
     ThreadState& ts;
     std::vector<NDArrayHandle>& temps;
-    std::unordered_set<PyObject*>& keep;
     ~Cleanup() {
       for (auto h : temps) MXNDArrayFree(h);
-      release_trace(ts.trace, keep);
+      release_trace(ts.trace);
     }
-  } cleanup{ts, temps, keep};
+  } cleanup{ts, temps};
 
   bool site_eager = !site.empty() && R->sites[site].eager;
+  if (!site_eager && writes_alias_inputs(t, outputs)) {
+    site_eager = true;
+    ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
+  }
   std::shared_ptr<Executor> exe = site_eager ? nullptr : R->cache.find(key);
-  if (exe) {
+  if (exe && exe->op) {
     ++R->stats.cache_hits;
     ev.hit = true;
     ev.graph_nodes = exe->num_nodes;
+  } else if (exe) {
+    ev.miss_reason = "known to run eagerly: " + exe->ir;
   } else if (!site_eager) {
     ++R->stats.cache_misses;
     ev.miss_reason = nearest_difference(t, outputs, R->cache.entries(),
@@ -347,7 +410,7 @@ void flush_all(const std::string& cause) {
     others = R->threads;
   }
   for (ThreadState* ts : others)
-    if (ts != &mine && !ts->trace.empty()) flush_thread(*ts, cause + " (from another thread)", where);
+    if (ts != &mine && !ts->trace.empty() && !ts->busy) flush_thread(*ts, cause + " (from another thread)", where);
 }
 
 // ------------------------------------------------------------ recording
@@ -359,8 +422,15 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   info->creator = creator;
   info->name = op_name_of(creator);
   info->hash = hash_bytes(info->name.data(), info->name.size());
+  const char *name, *desc, *key_var = nullptr, *ret = nullptr;
+  uint32_t nargs = 0;
+  const char **arg_names, **arg_types, **arg_descs;
+  if (MXSymbolGetAtomicSymbolInfo(creator, &name, &desc, &nargs, &arg_names, &arg_types, &arg_descs, &key_var, &ret) ==
+          0 &&
+      key_var)
+    info->var_num_args = key_var;
   const std::string& n = info->name;
-  info->random = n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
+  info->effectful = n == "Custom" || n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
                  n == "Dropout" || n == "_shuffle" || n == "RNN";
   return *(R->ops[creator] = std::move(info));
 }
@@ -373,6 +443,12 @@ py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std
   if (!out_objs.empty()) {
     for (size_t i = 0; i < out_objs.size(); ++i) {
       NDArrayHandle h = handle_of(out_objs[i]);
+      const Value& val = t.values[outs[i]];
+      if (val.node >= 0) {  // remembered for eager replay, which must write where eager MXNet writes
+        Node& producer = t.nodes[val.node];
+        producer.targets.resize(producer.out.size(), nullptr);
+        producer.targets[val.index] = h;
+      }
       auto it = t.slots.find(h);
       if (it == t.slots.end()) {
         Slot& s = t.bind(h, outs[i], false, out_objs[i]);
@@ -489,9 +565,19 @@ std::string str_of(PyObject* v) {
 }
 
 // _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
+py::object record_call(ThreadState& ts, const py::args& args);
+
 py::object invoke(py::args args) {
   ThreadState& ts = me();
   if (ts.depth == 0 || ts.flushing || args.size() != 7) return R->orig_invoke(*args);
+  struct Busy {
+    int& b;
+    ~Busy() { --b; }
+  } busy{++ts.busy};
+  return record_call(ts, args);
+}
+
+py::object record_call(ThreadState& ts, const py::args& args) {
   if (!ts.sites.empty() && R->sites[ts.sites.back()].eager) return R->orig_invoke(*args);
   auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
   OpInfo& op = op_info(creator);
@@ -523,6 +609,26 @@ py::object invoke(py::args args) {
     attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
     attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
     attrs.push_back(std::move(a));
+  }
+
+  // Variadic ops (concat, stack, add_n): eager MXNet fills in the input count; so must we.
+  Py_ssize_t n_nd = PySequence_Size(ndargs);
+  if (!op.var_num_args.empty() &&
+      std::none_of(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.key == op.var_num_args; })) {
+    Attr a{op.var_num_args, std::to_string(n_nd)};
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
+    attrs.push_back(std::move(a));
+  }
+
+  // Lazy arrays are dense: ops that produce sparse storage run eagerly.
+  if (op.name.find("sparse") != std::string::npos ||
+      (op.name == "cast_storage" && std::any_of(attrs.begin(), attrs.end(), [](const Attr& a) {
+         return a.key == "stype" && a.val != "default";
+       }))) {
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": sparse output"];
+    return eager(args, "eager op " + op.name);
   }
 
   // Inputs: the value each array holds now; new arrays become external inputs.
@@ -574,11 +680,20 @@ py::object invoke(py::args args) {
   }
 
   const char* lift = liftable_attr(op.name);
-  if (*lift && is_hot(ts, op, lift, attrs)) {
+  bool hot = *lift && is_hot(ts, op, lift, attrs);
+  if (hot || needs_expansion(op.name)) {
+    if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
+      for (int v : in)
+        if (t.values[v].node >= 0) {
+          flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
+          return record_call(ts, args);
+        }
     TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
     std::vector<int> outs;
     std::vector<std::pair<int, int>> updates;
-    if (expand_lifted(op.name, attrs, in, em, &outs, &updates)) {
+    bool done = hot ? expand_lifted(op.name, attrs, in, em, &outs, &updates)
+                    : expand_native(op.name, attrs, in, em, &outs, &updates);
+    if (done) {
       for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
       ++t.user_ops;
       std::vector<PyObject*> out_objs;
@@ -652,7 +767,7 @@ py::object invoke(py::args args) {
   for (int mi : sig->mutable_inputs) {
     if (mi < nin && t.values[in[mi]].node >= 0) {
       flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
-      return invoke(args);
+      return record_call(ts, args);
     }
   }
 
@@ -741,6 +856,24 @@ py::list graphs() {
     d["runs"] = e->runs;
     d["compile_ms"] = e->compile_ms;
     d["site"] = e->site;
+    py::list steps;
+    for (const auto& st : e->steps) {
+      py::dict sd;
+      sd["value"] = st.value;
+      sd["input"] = st.is_input;
+      sd["op"] = st.op;
+      py::list attrs;
+      for (const auto& a : st.attrs) attrs.append(py::make_tuple(a.key, a.val));
+      sd["attrs"] = attrs;
+      sd["in"] = st.in;
+      sd["nout"] = st.nout;
+      sd["shape"] = py::tuple(py::cast(std::vector<int64_t>(st.aval.dims, st.aval.dims + st.aval.ndim)));
+      sd["dtype"] = dtype_name(st.aval.dtype);
+      steps.append(sd);
+    }
+    d["steps"] = steps;
+    d["outputs"] = e->outputs;
+    d["eager_only"] = e->op == nullptr;
     out.append(d);
   }
   return out;
@@ -765,6 +898,9 @@ PYBIND11_MODULE(_core, m) {
       HL.base = reinterpret_cast<PyTypeObject*>(base.ptr());
       HL.void_p = reinterpret_cast<PyTypeObject*>(void_p.ptr());
       HL.offset = reinterpret_cast<PyMemberDescrObject*>(desc.ptr())->d_member->offset;
+      py::object wdesc = base.attr("__dict__")["writable"];
+      if (Py_TYPE(wdesc.ptr()) == &PyMemberDescr_Type)
+        HL.writable_offset = reinterpret_cast<PyMemberDescrObject*>(wdesc.ptr())->d_member->offset;
     }
   });
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });

@@ -1,6 +1,7 @@
 #include "executor.h"
 
 #include <chrono>
+#include <map>
 
 #include "mxapi.h"
 
@@ -82,10 +83,34 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
   }
 }
 
+// The stand-in input of graphs that have none (see lower()), one per context.
+NDArrayHandle dummy_input(int dev_type, int dev_id) {
+  static std::map<std::pair<int, int>, NDArrayHandle> dummies;
+  auto& h = dummies[{dev_type, dev_id}];
+  if (!h) {
+    AVal a;
+    a.ndim = 1;
+    a.dims[0] = 1;
+    a.dev_type = dev_type;
+    a.dev_id = dev_id;
+    h = new_lazy_array(a);
+    float zero = 0;
+    MX_CALL(MXNDArraySyncCopyFromCPU(h, &zero, 1));
+  }
+  return h;
+}
+
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
   std::vector<NDArrayHandle> ins;
   ins.reserve(exe.input_values.size());
-  for (int v : exe.input_values) ins.push_back(trace.values[v].ext);
+  for (int v : exe.input_values) {
+    if (v >= 0) {
+      ins.push_back(trace.values[v].ext);
+    } else {
+      const AVal& a = trace.values[outputs.at(0).value].aval;
+      ins.push_back(dummy_input(a.dev_type, a.dev_id));
+    }
+  }
   std::vector<NDArrayHandle> outs;
   outs.reserve(outputs.size());
   for (const auto& o : outputs) outs.push_back(o.handle);
@@ -108,7 +133,9 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
     for (const Node& n : trace.nodes) {
       std::vector<NDArrayHandle> ins, outs;
       for (int v : n.in) ins.push_back(handle[v]);
-      for (int v : n.out) {
+      for (size_t i = 0; i < n.out.size(); ++i) {
+        int v = n.out[i];
+        if (i < n.targets.size() && n.targets[i]) handle[v] = n.targets[i];  // in-place, as eager wrote it
         if (!handle[v]) {
           handle[v] = new_lazy_array(trace.values[v].aval);
           temps.push_back(handle[v]);

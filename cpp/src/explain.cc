@@ -26,6 +26,7 @@ std::vector<Step> steps_of(const Trace& t) {
       s.aval = val.aval;
       s.loc = n.loc;
       s.value = static_cast<int>(v);
+      s.nout = static_cast<int>(n.out.size());
       steps.push_back(std::move(s));
     }
   }

@@ -20,6 +20,7 @@ struct Step {
   AVal aval;                      // input's aval, or the op's first output
   int loc = -1;
   int value = -1;                 // first value id the step defines
+  int nout = 1;                   // values the step defines
 };
 
 std::vector<Step> steps_of(const Trace& trace);

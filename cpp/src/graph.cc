@@ -70,7 +70,7 @@ std::vector<std::vector<int>> control_edges(const Trace& t, const std::vector<ch
   // Random draws in program order.
   int prev_random = -1;
   for (size_t n = 0; n < t.nodes.size(); ++n) {
-    if (!live[n] || !t.nodes[n].op->random) continue;
+    if (!live[n] || !t.nodes[n].op->effectful) continue;
     if (prev_random >= 0) add(static_cast<int>(n), prev_random);
     prev_random = static_cast<int>(n);
   }
@@ -106,9 +106,25 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     return next++;
   };
 
+  // CachedOp refuses a graph without inputs (zeros, random draws): give it a dummy one,
+  // attached by a control dependency to the first node.
+  bool has_input = false;
+  for (size_t n = 0; n < t.nodes.size() && !has_input; ++n)
+    if (live[n])
+      for (int v : t.nodes[n].in) has_input |= t.values[v].node < 0;
+  int dummy = -1;
+  if (!has_input) {
+    begin_node("null", "v-1");
+    nodes += ",\"inputs\":[]";
+    arg_nodes.push_back(next);
+    g.input_values.push_back(-1);
+    dummy = end_node(1);
+  }
+
   for (size_t n = 0; n < t.nodes.size(); ++n) {
     if (!live[n]) continue;
     const Node& node = t.nodes[n];
+    if (dummy >= 0 && g.kept_nodes.empty()) deps[n].push_back(-1);
     for (int v : node.in) {  // variables appear just before their first reader
       if (entry[v].first >= 0) continue;
       begin_node("null", "v" + std::to_string(v));
@@ -135,7 +151,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       nodes += ",\"control_deps\":[";
       for (size_t d = 0; d < deps[n].size(); ++d) {
         if (d) nodes += ',';
-        nodes += std::to_string(json_of_node[deps[n][d]]);
+        nodes += std::to_string(deps[n][d] < 0 ? dummy : json_of_node[deps[n][d]]);
       }
       nodes += "]";
     }
@@ -176,7 +192,8 @@ std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector
   auto pad = [](std::string s, size_t w) { return s.size() < w ? s + std::string(w - s.size(), ' ') : s + " "; };
   os << title << "\n";
   for (int v : g.input_values)
-    os << "  " << pad("%" + std::to_string(v) + " = input", 48) << aval_str(t.values[v].aval) << "\n";
+    if (v < 0) os << "  " << pad("%dummy = input", 48) << "(1,) float32  (stand-in: the graph has no inputs)\n";
+    else os << "  " << pad("%" + std::to_string(v) + " = input", 48) << aval_str(t.values[v].aval) << "\n";
   for (int n : g.kept_nodes) {
     const Node& node = t.nodes[n];
     std::string lhs;

@@ -169,4 +169,27 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
   return false;
 }
 
+bool needs_expansion(const std::string& op) { return op == "multi_sgd_update" || op == "multi_sgd_mom_update"; }
+
+bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
+                   std::vector<int>* outs, std::vector<std::pair<int, int>>*) {
+  if (!needs_expansion(op)) return false;
+  bool mom = op == "multi_sgd_mom_update";
+  size_t stride = mom ? 3 : 2;
+  std::vector<double> lrs = num_list(get(attrs, "lrs", "")), wds = num_list(get(attrs, "wds", ""));
+  size_t n = in.size() / stride;
+  if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
+  for (size_t i = 0; i < n; ++i) {
+    // The attribute strings are those the multi op's kernel parses (float32 params), one weight each.
+    std::vector<Attr> a = {{"lr", f32(lrs[i])},
+                           {"wd", f32(wds[i])},
+                           {"rescale_grad", get(attrs, "rescale_grad", "1")},
+                           {"clip_gradient", get(attrs, "clip_gradient", "-1")}};
+    if (mom) a.push_back({"momentum", get(attrs, "momentum", "0")});
+    std::vector<int> args(in.begin() + i * stride, in.begin() + (i + 1) * stride);
+    outs->push_back(em.node(mom ? "sgd_mom_update" : "sgd_update", a, args));
+  }
+  return true;
+}
+
 }  // namespace minpy

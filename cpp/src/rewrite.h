@@ -43,4 +43,10 @@ const char* liftable_attr(const std::string& op);
 bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
                    std::vector<int>* outs, std::vector<std::pair<int, int>>* updates);
 
+// Ops MXNet cannot infer symbolically (multi_sgd_update, multi_sgd_mom_update):
+// always recorded as their per-weight equivalents (sgd_update, sgd_mom_update).
+bool needs_expansion(const std::string& op);
+bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
+                   std::vector<int>* outs, std::vector<std::pair<int, int>>* updates);
+
 }  // namespace minpy

@@ -27,7 +27,8 @@ struct OpInfo {
   AtomicSymbolCreator creator = nullptr;
   std::string name;
   uint64_t hash = 0;
-  bool random = false;  // draws from MXNet's generator: never dropped, never reordered
+  std::string var_num_args;  // attribute carrying the input count of variadic ops (concat: num_args)
+  bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
 };
 
 struct Attr {
@@ -41,6 +42,7 @@ struct Node {
   std::vector<int> in;       // value ids
   std::vector<int> out;      // value ids
   std::vector<int> mutated;  // external value ids this node updates in place (aux states)
+  std::vector<NDArrayHandle> targets;  // per output: the existing array written in place (out=), or null
   int loc = -1;              // source location id (see SourceTable), -1 when not tracked
 };
 

@@ -1,0 +1,48 @@
+"""`explain(fn, *args)`: run a function once under jit() and say what happened."""
+from . import _core
+from .scope import jit
+
+
+class Explanation:
+    """What one run did: graphs compiled or reused, flushes with their causes and
+    source lines, eager fallbacks, and why each cache miss missed."""
+
+    def __init__(self, result, events, stats_before, stats_after):
+        self.result = result
+        self.flushes = events
+        self.compiles = [e for e in events if not e["hit"] and not e["eager"]]
+        self.hits = [e for e in events if e["hit"]]
+        self.eager = [e for e in events if e["eager"]]
+        before = stats_before["fallbacks"]
+        self.fallbacks = {op: n - before.get(op, 0) for op, n in stats_after["fallbacks"].items()
+                          if n - before.get(op, 0) > 0}
+        self.ops_recorded = stats_after["ops_recorded"] - stats_before["ops_recorded"]
+
+    def __str__(self):
+        out = ["%d ops recorded, %d flushes: %d compiled, %d cache hits, %d eager"
+               % (self.ops_recorded, len(self.flushes), len(self.compiles), len(self.hits), len(self.eager))]
+        for i, e in enumerate(self.flushes):
+            what = ("hit %s" % e["key"]) if e["hit"] else ("eager" if e["eager"] else "compiled %s in %.2f ms"
+                                                           % (e["key"], e["compile_ms"]))
+            out.append("  flush %d: %s at %s, %d ops -> %s" % (i, e["cause"], e["where"], e["ops"], what))
+            if e["miss_reason"]:
+                out.append("           miss: %s" % e["miss_reason"])
+        for op, n in sorted(self.fallbacks.items()):
+            out.append("  eager fallback: %s x%d" % (op, n))
+        return "\n".join(out)
+
+    __repr__ = __str__
+
+
+def explain(fn, *args, **kwargs):
+    """Runs fn(*args, **kwargs) inside jit() once; returns an Explanation (its .result is fn's)."""
+    before = _core.stats()
+    n_before = len(_core.events())
+    with jit():
+        result = fn(*args, **kwargs)
+    events = _core.events()
+    new = events[n_before:] if len(events) > n_before else events[-1:]
+    if len(events) >= 256:  # ring buffer wrapped: fall back to the count of flushes
+        flushed = sum(_core.stats()["flushes"].values()) - sum(before["flushes"].values())
+        new = events[-flushed:] if flushed else []
+    return Explanation(result, new, before, _core.stats())
