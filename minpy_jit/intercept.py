@@ -90,6 +90,15 @@ class _GuardedLib:
 
 def _guard(fn, cause):
     pending, flush = _core.pending, _core.flush
+    if cause == "backward":
+        def guarded_backward(*args):
+            if pending():
+                # create_graph (argument 6 of MXAutogradBackwardEx): CachedOp has no higher-order
+                # gradients, so the pending ops are replayed eagerly, each on the autograd tape.
+                higher = len(args) > 6 and getattr(args[6], "value", args[6])
+                flush("backward (create_graph): eager replay" if higher else cause, eager=bool(higher))
+            return fn(*args)
+        return guarded_backward
 
     def guarded(*args):
         if pending():

@@ -253,9 +253,9 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
   return false;
 }
 
-void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where);
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
 
-void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where) {
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
   Trace& t = ts.trace;
   if (ts.flushing) return;
   if (t.nodes.empty()) {
@@ -324,7 +324,10 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   } cleanup{ts, temps};
 
   bool site_eager = !site.empty() && R->sites[site].eager;
-  if (!site_eager && writes_alias_inputs(t, outputs)) {
+  if (force_eager) {
+    site_eager = true;
+    ev.miss_reason = "ran eagerly: " + cause;
+  } else if (!site_eager && writes_alias_inputs(t, outputs)) {
     site_eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
   }
@@ -398,11 +401,11 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   R->stats.add_event(std::move(ev));
 }
 
-void flush_all(const std::string& cause) {
+void flush_all(const std::string& cause, bool force_eager = false) {
   if (R->pending == 0) return;
   std::string where = user_site();
   ThreadState& mine = me();
-  flush_thread(mine, cause, where);
+  flush_thread(mine, cause, where, force_eager);
   if (R->pending == 0) return;
   std::vector<ThreadState*> others;
   {
@@ -410,7 +413,8 @@ void flush_all(const std::string& cause) {
     others = R->threads;
   }
   for (ThreadState* ts : others)
-    if (ts != &mine && !ts->trace.empty() && !ts->busy) flush_thread(*ts, cause + " (from another thread)", where);
+    if (ts != &mine && !ts->trace.empty() && !ts->busy)
+      flush_thread(*ts, cause + " (from another thread)", where, force_eager);
 }
 
 // ------------------------------------------------------------ recording
@@ -909,7 +913,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });
   m.def("pending", []() { return R->pending; });
-  m.def("flush", [](const std::string& cause) { flush_all(cause); });
+  m.def("flush", [](const std::string& cause, bool eager) { flush_all(cause, eager); }, py::arg("cause"),
+        py::arg("eager") = false, "Run pending work; eager=True replays it op by op (tape nodes per op).");
   m.def("stats", &stats_dict);
   m.def("events", &events);
   m.def("graphs", &graphs);
