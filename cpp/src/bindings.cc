@@ -228,27 +228,33 @@ size_t dtype_bytes(int flag) {
 // it uses (a view: x.reshape, x[1:3]). One graph cannot order such a write against
 // reads through the other handle; eager replay can (MXNet orders them by memory).
 bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
-  std::vector<std::pair<NDArrayHandle, const AVal*>> written, all;
-  for (const auto& o : outputs)
-    if (o.target_ext >= 0 || !t.slots.at(o.handle).ours) written.emplace_back(o.handle, &t.values[o.value].aval);
-  if (written.empty()) return false;
-  for (const auto& v : t.values)
-    if (v.node < 0 && v.ext) all.emplace_back(v.ext, &v.aval);
-  for (const auto& w : written) all.push_back(w);
-  auto range = [](NDArrayHandle h, const AVal* a) {
+  struct Range {
+    uintptr_t lo, hi;
+    NDArrayHandle h;
+    bool written;
+  };
+  std::vector<Range> ranges;
+  auto add = [&](NDArrayHandle h, const AVal& a, bool written) {
     void* p = nullptr;
     MXNDArrayGetData(h, &p);
     auto lo = reinterpret_cast<uintptr_t>(p);
-    return std::make_pair(lo, lo + static_cast<uintptr_t>(a->size()) * dtype_bytes(a->dtype));
+    if (lo) ranges.push_back({lo, lo + static_cast<uintptr_t>(a.size()) * dtype_bytes(a.dtype), h, written});
   };
-  for (const auto& w : written) {
-    auto wr = range(w.first, w.second);
-    if (!wr.first) continue;
-    for (const auto& o : all) {
-      if (o.first == w.first) continue;
-      auto r = range(o.first, o.second);
-      if (r.first && r.first < wr.second && wr.first < r.second) return true;
-    }
+  for (const auto& o : outputs)
+    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
+      add(o.handle, t.values[o.value].aval, true);
+  if (ranges.empty()) return false;
+  for (const auto& v : t.values)
+    if (v.node < 0 && v.ext) add(v.ext, v.aval, false);
+  // Sweep in address order, keeping the ranges still open at each start.
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+  std::vector<const Range*> active;
+  for (const Range& r : ranges) {
+    active.erase(std::remove_if(active.begin(), active.end(), [&](const Range* a) { return a->hi <= r.lo; }),
+                 active.end());
+    for (const Range* a : active)
+      if (a->h != r.h && (a->written || r.written)) return true;
+    active.push_back(&r);
   }
   return false;
 }
@@ -623,6 +629,15 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
     attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
     attrs.push_back(std::move(a));
+  }
+
+  // Ops whose symbolic form MXNet 1.9.1 cannot build (composing reset_arrays segfaults inside
+  // nnvm; the multi-tensor optimizer ops other than multi_sgd_* lack symbolic inference).
+  if (op.name == "reset_arrays" || (op.name.rfind("multi_", 0) == 0 && !needs_expansion(op.name)) ||
+      op.name.rfind("_multi_", 0) == 0 || op.name.rfind("preloaded_multi_", 0) == 0) {
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": no symbolic form in MXNet 1.9.1"];
+    return eager(args, "eager op " + op.name);
   }
 
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
