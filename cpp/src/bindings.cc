@@ -35,11 +35,14 @@ struct Config {
   bool log_recompiles = false, log_flushes = false;
 };
 
+struct Site;
 struct ThreadState {
   int depth = 0;
   bool flushing = false;
   int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
   std::vector<std::string> sites;  // scope entry sites, innermost last
+  struct Site* site = nullptr;     // the innermost site's record (stable: map nodes do not move)
+  uint64_t site_hash = 0;
   Trace trace;
 };
 
@@ -62,6 +65,9 @@ struct Runtime {
     bool hot = false;
   };
   std::unordered_map<uint64_t, ScalarSite> scalar_sites;  // see rewrite.h for the lifting rule
+  // Trace positions (prefix keys) already compiled: recording there again needs no source line,
+  // since the graph printout and miss explanations only ever show new positions.
+  std::unordered_set<uint64_t> seen_prefixes;
   Stats stats;
   Config cfg;
   std::vector<ThreadState*> threads, spare_states;
@@ -364,6 +370,8 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
       for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
       exe->recording = t.recording;
       exe->training = t.training;
+      if (R->seen_prefixes.size() > (1u << 20)) R->seen_prefixes.clear();
+      for (const Node& n : t.nodes) R->seen_prefixes.insert(n.prefix);
       char title[160];
       snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev.key.c_str(),
                exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
@@ -439,6 +447,7 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
           0 &&
       key_var)
     info->var_num_args = key_var;
+  info->lift = liftable_attr(info->name);
   const std::string& n = info->name;
   info->effectful = n == "Custom" || n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
                  n == "Dropout" || n == "_shuffle" || n == "RNN";
@@ -545,7 +554,7 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
   for (const auto& a : attrs)
     if (a.key == attr) val = &a.val;
   if (!val) return false;
-  uint64_t site = mix64(hash_str(ts.sites.empty() ? "" : ts.sites.back()) ^ op.hash);
+  uint64_t site = mix64(ts.site_hash ^ op.hash);
   site = mix64(site ^ static_cast<uint64_t>(ts.trace.user_ops) ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
   auto& s = R->scalar_sites[site];
   if (s.hot) return true;
@@ -588,7 +597,7 @@ py::object invoke(py::args args) {
 }
 
 py::object record_call(ThreadState& ts, const py::args& args) {
-  if (!ts.sites.empty() && R->sites[ts.sites.back()].eager) return R->orig_invoke(*args);
+  if (ts.site && ts.site->eager) return R->orig_invoke(*args);
   auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
   OpInfo& op = op_info(creator);
   PyObject* ndargs = args[1].ptr();
@@ -698,7 +707,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
 
-  const char* lift = liftable_attr(op.name);
+  const char* lift = op.lift;
   bool hot = *lift && is_hot(ts, op, lift, attrs);
   if (hot || needs_expansion(op.name)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
@@ -790,7 +799,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
 
-  int loc = R->cfg.track_source ? R->sources.capture() : -1;
+  int loc = R->cfg.track_source && !R->seen_prefixes.count(t.key.a) ? R->sources.capture() : -1;
   int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, loc);
   ++R->stats.ops_recorded;
   ++R->pending;
@@ -802,10 +811,16 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
 // ------------------------------------------------------------ scope
 
+void set_site(ThreadState& ts) {
+  ts.site = ts.sites.empty() ? nullptr : &R->sites[ts.sites.back()];
+  ts.site_hash = ts.sites.empty() ? 0 : hash_str(ts.sites.back());
+}
+
 void enter(const std::string& site) {
   ThreadState& ts = me();
   ++ts.depth;
   ts.sites.push_back(site);
+  set_site(ts);
 }
 
 void exit_scope() {
@@ -816,6 +831,7 @@ void exit_scope() {
     ~Pop() {
       --ts.depth;
       ts.sites.pop_back();
+      set_site(ts);
     }
   } pop{ts};
   if (ts.depth == 1) flush_thread(ts, "scope exit", user_site());
@@ -900,6 +916,27 @@ py::list graphs() {
 
 }  // namespace
 
+// The interceptor as a METH_FASTCALL builtin: MXNet calls it once per op, so it skips
+// pybind11's overload dispatch.
+PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
+  try {
+    py::tuple args(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      Py_INCREF(argv[i]);
+      PyTuple_SET_ITEM(args.ptr(), i, argv[i]);
+    }
+    return invoke(py::reinterpret_borrow<py::args>(args)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef invoke_def = {"invoke", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(invoke_fast)),
+                          METH_FASTCALL, "Replacement for mxnet's _imperative_invoke: records the op inside jit()."};
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "minpy_jit core: op recording, graph lowering, executor cache";
   R = new Runtime();  // lives for the process: MXNet handles must not be freed at interpreter teardown
@@ -923,7 +960,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });
-  m.def("invoke", &invoke, "Replacement for mxnet's _imperative_invoke: records the op inside jit().");
+  m.add_object("invoke", py::reinterpret_steal<py::object>(PyCFunction_New(&invoke_def, nullptr)));
   m.def("enter", &enter);
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });
@@ -936,7 +973,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("reset_stats", []() { R->stats = Stats(); });
   m.def("clear_cache", []() {
     R->cache.clear();
-    R->sites.clear();
+    for (auto& kv : R->sites) kv.second = Site();  // entries stay: threads point at them
+    R->seen_prefixes.clear();
   });
   m.def("configure", [](py::dict kw) {
     for (auto item : kw) {

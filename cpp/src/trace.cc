@@ -31,6 +31,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
   n.attrs = std::move(attrs);
   n.in = in;
   n.loc = loc;
+  n.prefix = key.a;
   int node_id = static_cast<int>(nodes.size());
   int first = static_cast<int>(values.size());
   for (size_t i = 0; i < outs.size(); ++i) {

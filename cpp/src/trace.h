@@ -28,6 +28,7 @@ struct OpInfo {
   std::string name;
   uint64_t hash = 0;
   std::string var_num_args;  // attribute carrying the input count of variadic ops (concat: num_args)
+  const char* lift = "";     // attribute lifted when it changes (rewrite.h), "" if none
   bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
 };
 
@@ -44,6 +45,7 @@ struct Node {
   std::vector<int> mutated;  // external value ids this node updates in place (aux states)
   std::vector<NDArrayHandle> targets;  // per output: the existing array written in place (out=), or null
   int loc = -1;              // source location id (see SourceTable), -1 when not tracked
+  uint64_t prefix = 0;       // the trace key before this node (identifies its position structurally)
 };
 
 struct Value {
