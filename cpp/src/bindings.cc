@@ -29,7 +29,7 @@ namespace {
 
 struct Config {
   size_t max_ops = 10000;    // flush when a trace reaches this many ops
-  size_t pool_per_aval = 64; // recycled lazy arrays kept per abstract value
+  size_t pool_per_aval = 4096;  // recycled lazy arrays kept per abstract value (no data: a few hundred bytes each)
   int recompile_limit = 8;   // distinct graphs per scope site before it runs eagerly
   bool track_source = true;
   bool log_recompiles = false, log_flushes = false;
