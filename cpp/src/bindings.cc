@@ -199,17 +199,19 @@ struct FlushingGuard {
 // Drops the trace's references; dead lazy arrays go back to the pool. The trace is
 // emptied before any reference is released, since a release may run Python code
 // (NDArray.__del__) and let other threads in.
-void release_trace(Trace& t) {
+void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = nullptr) {
   std::vector<PyObject*> drop;
   for (auto& kv : t.slots) {
     PyObject* obj = static_cast<PyObject*>(kv.second.owner);
     if (!obj) continue;
     const Slot& s = kv.second;
-    if (s.ours && !held_elsewhere(obj)) {
+    // Only never-written arrays are recycled: a written one (an effectful op's dead output)
+    // may carry autograd history, and MXNet refuses to write into such an array again.
+    if (s.ours && !(written && written->count(kv.first)) && !held_elsewhere(obj)) {
       bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
       auto& bucket = R->pool[pool_key(t.values[s.value].aval, np)];
       if (bucket.size() < R->cfg.pool_per_aval) {
-        bucket.push_back(obj);  // never written unless an effectful op's dead output: reusable either way
+        bucket.push_back(obj);
         continue;
       }
     }
@@ -326,14 +328,17 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   ev.key = keybuf;
 
   std::string site = ts.sites.empty() ? "" : ts.sites.back();
+  std::unordered_set<NDArrayHandle> written;
+  for (const auto& o : outputs) written.insert(o.handle);
   struct Cleanup {
     ThreadState& ts;
     std::vector<NDArrayHandle>& temps;
+    std::unordered_set<NDArrayHandle>& written;
     ~Cleanup() {
       for (auto h : temps) MXNDArrayFree(h);
-      release_trace(ts.trace);
+      release_trace(ts.trace, &written);
     }
-  } cleanup{ts, temps};
+  } cleanup{ts, temps, written};
 
   bool site_eager = !site.empty() && R->sites[site].eager;
   if (force_eager) {
