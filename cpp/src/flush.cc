@@ -1,0 +1,265 @@
+// The flush: which values are live, the cache lookup (or compile, with the
+// reason for the miss), execution under the recorded autograd state, release.
+#include <algorithm>
+#include <cstdio>
+
+#include "explain.h"
+#include "mxapi.h"
+#include "runtime.h"
+
+namespace minpy {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string user_site() { return R->sources.str(R->sources.capture()); }
+
+void log_line(const std::string& s) {
+  if (R->log_fn) R->log_fn(s);
+}
+
+struct FlushingGuard {
+  ThreadState& ts;
+  explicit FlushingGuard(ThreadState& t) : ts(t) { ts.flushing = true; }
+  ~FlushingGuard() { ts.flushing = false; }
+};
+
+// Drops the trace's references; dead lazy arrays go back to the pool.
+// Drops the trace's references; dead lazy arrays go back to the pool. The trace is
+// emptied before any reference is released, since a release may run Python code
+// (NDArray.__del__) and let other threads in.
+void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = nullptr) {
+  std::vector<PyObject*> drop;
+  for (auto& kv : t.slots) {
+    PyObject* obj = static_cast<PyObject*>(kv.second.owner);
+    if (!obj) continue;
+    const Slot& s = kv.second;
+    // Only never-written arrays are recycled: a written one (an effectful op's dead output)
+    // may carry autograd history, and MXNet refuses to write into such an array again.
+    if (s.ours && !(written && written->count(kv.first)) && !held_elsewhere(obj)) {
+      bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
+      auto& bucket = R->pool[pool_key(t.values[s.value].aval, np)];
+      if (bucket.size() < R->cfg.pool_per_aval) {
+        bucket.push_back(obj);
+        continue;
+      }
+    }
+    drop.push_back(obj);
+  }
+  for (auto h : t.owned) MXNDArrayFree(h);
+  R->pending -= std::min(R->pending, t.nodes.size());
+  t.clear();
+  for (PyObject* obj : drop) Py_DECREF(obj);
+}
+
+size_t dtype_bytes(int flag) {
+  switch (flag) {
+    case 1: case 6: return 8;
+    case 2: return 2;
+    case 3: case 5: case 7: return 1;
+    default: return 4;
+  }
+}
+
+// True when an array the trace writes in place shares memory with another array
+// it uses (a view: x.reshape, x[1:3]). One graph cannot order such a write against
+// reads through the other handle; eager replay can (MXNet orders them by memory).
+bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
+  struct Range {
+    uintptr_t lo, hi;
+    NDArrayHandle h;
+    bool written;
+  };
+  std::vector<Range> ranges;
+  auto add = [&](NDArrayHandle h, const AVal& a, bool written) {
+    void* p = nullptr;
+    MXNDArrayGetData(h, &p);
+    auto lo = reinterpret_cast<uintptr_t>(p);
+    if (lo) ranges.push_back({lo, lo + static_cast<uintptr_t>(a.size()) * dtype_bytes(a.dtype), h, written});
+  };
+  for (const auto& o : outputs)
+    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
+      add(o.handle, t.values[o.value].aval, true);
+  if (ranges.empty()) return false;
+  for (const auto& v : t.values)
+    if (v.node < 0 && v.ext) add(v.ext, v.aval, false);
+  // Sweep in address order, keeping the ranges still open at each start.
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+  std::vector<const Range*> active;
+  for (const Range& r : ranges) {
+    active.erase(std::remove_if(active.begin(), active.end(), [&](const Range* a) { return a->hi <= r.lo; }),
+                 active.end());
+    for (const Range* a : active)
+      if (a->h != r.h && (a->written || r.written)) return true;
+    active.push_back(&r);
+  }
+  return false;
+}
+
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  Trace& t = ts.trace;
+  if (ts.flushing) return;
+  if (t.nodes.empty()) {
+    release_trace(t);
+    return;
+  }
+  FlushingGuard guard(ts);
+  FlushEvent ev;
+  ev.cause = cause;
+  ev.where = where;
+  ev.nodes = static_cast<int>(t.nodes.size());
+
+  // Graph outputs: live lazy arrays, and arrays written in place.
+  std::vector<OutputSpec> outputs;
+  std::vector<char> is_output(t.values.size(), 0);
+  std::vector<NDArrayHandle> dead_handle_of_value(t.values.size(), nullptr);
+  for (auto& kv : t.slots) {
+    const Slot& s = kv.second;
+    if (s.ours) {
+      if (held_elsewhere(static_cast<PyObject*>(s.owner))) {
+        outputs.push_back({s.value, -1, kv.first});
+        is_output[s.value] = 1;
+      } else {
+        dead_handle_of_value[s.value] = kv.first;
+      }
+    } else if (s.value != s.ext_value) {
+      outputs.push_back({s.value, s.ext_value, kv.first});
+      is_output[s.value] = 1;
+    }
+  }
+  // Effectful ops (random draws, in-place state updates) run even when their results are dead.
+  std::vector<NDArrayHandle> temps;
+  for (const Node& n : t.nodes) {
+    if (!n.op->effectful && n.mutated.empty()) continue;
+    bool any = false;
+    for (int v : n.out) any |= is_output[v] != 0;
+    if (any) continue;
+    int v = n.out.empty() ? -1 : n.out[0];
+    if (v < 0) continue;
+    NDArrayHandle h = dead_handle_of_value[v];
+    if (!h) {
+      h = new_lazy_array(t.values[v].aval);
+      temps.push_back(h);
+    }
+    outputs.push_back({v, -1, h});
+    is_output[v] = 1;
+  }
+  std::sort(outputs.begin(), outputs.end(), [](const OutputSpec& a, const OutputSpec& b) { return a.value < b.value; });
+  Key128 key = t.key;
+  for (const auto& o : outputs) {
+    key.add(0x0A7ULL + static_cast<uint64_t>(o.value));
+    key.add(static_cast<uint64_t>(o.target_ext + 2));
+  }
+  char keybuf[20];
+  snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
+  ev.key = keybuf;
+
+  std::string site = ts.sites.empty() ? "" : ts.sites.back();
+  std::unordered_set<NDArrayHandle> written;
+  for (const auto& o : outputs) written.insert(o.handle);
+  struct Cleanup {
+    ThreadState& ts;
+    std::vector<NDArrayHandle>& temps;
+    std::unordered_set<NDArrayHandle>& written;
+    ~Cleanup() {
+      for (auto h : temps) MXNDArrayFree(h);
+      release_trace(ts.trace, &written);
+    }
+  } cleanup{ts, temps, written};
+
+  bool site_eager = !site.empty() && R->sites[site].eager;
+  if (force_eager) {
+    site_eager = true;
+    ev.miss_reason = "ran eagerly: " + cause;
+  } else if (!site_eager && writes_alias_inputs(t, outputs)) {
+    site_eager = true;
+    ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
+  }
+  std::shared_ptr<Executor> exe = site_eager ? nullptr : R->cache.find(key);
+  if (exe && exe->op) {
+    ++R->stats.cache_hits;
+    ev.hit = true;
+    ev.graph_nodes = exe->num_nodes;
+  } else if (exe) {
+    ev.miss_reason = "known to run eagerly: " + exe->ir;
+  } else if (!site_eager) {
+    ++R->stats.cache_misses;
+    ev.miss_reason = nearest_difference(t, outputs, R->cache.entries(),
+                                        [](int loc) { return R->sources.str(loc); });
+    LoweredGraph g;
+    try {
+      exe = compile(t, outputs, &R->nondiff, &g);
+    } catch (const MXError& e) {
+      // Cached as an eager-only entry, so the same sequence is not compiled again.
+      ev.miss_reason += std::string(" | compile failed, runs eagerly: ") + first_line(e.what());
+      exe = std::make_shared<Executor>();
+      exe->ir = "(runs eagerly: " + first_line(e.what()) + ")";
+    }
+    if (exe) {
+      exe->key = key;
+      exe->site = site;
+      exe->steps = steps_of(t);
+      for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
+      exe->recording = t.recording;
+      exe->training = t.training;
+      if (R->seen_prefixes.size() > (1u << 20)) R->seen_prefixes.clear();
+      for (const Node& n : t.nodes) R->seen_prefixes.insert(n.prefix);
+      char title[160];
+      snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev.key.c_str(),
+               exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
+      if (exe->op) exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
+      R->stats.cache_evictions += R->cache.insert(key, exe);
+      R->stats.compile_ms += exe->compile_ms;
+      ev.compile_ms = exe->compile_ms;
+      ev.graph_nodes = exe->num_nodes;
+      if (!site.empty()) {
+        Site& st = R->sites[site];
+        if (++st.compiles > R->cfg.recompile_limit && !st.eager) {
+          st.eager = true;
+          log_line("minpy_jit: WARNING: the jit() scope at " + site + " compiled " + std::to_string(st.compiles) +
+                   " different graphs (limit " + std::to_string(R->cfg.recompile_limit) +
+                   "); it runs eagerly from now on. Last reason: " + ev.miss_reason);
+        }
+      }
+    }
+    if (R->cfg.log_recompiles)
+      log_line("minpy_jit: compile " + ev.key + " nodes=" + std::to_string(ev.graph_nodes) + " ms=" +
+               std::to_string(ev.compile_ms) + " at " + where + " (" + cause + "): " + ev.miss_reason);
+  }
+  ++R->stats.flushes[cause];
+  if (exe && exe->op) {
+    try {
+      run(*exe, t, outputs);
+      ++R->stats.executions;
+    } catch (const MXError& e) {
+      ev.eager = true;
+      ++R->stats.eager_replays;
+      run_eagerly(t, outputs);  // gives MXNet's own error for the failing op, if any
+    }
+  } else {
+    ev.eager = true;
+    ++R->stats.eager_replays;
+    run_eagerly(t, outputs);
+  }
+  if (R->cfg.log_flushes)
+    log_line("minpy_jit: flush " + cause + " at " + where + ": " + std::to_string(ev.nodes) + " ops, " +
+             (ev.eager ? "eager" : ev.hit ? "cache hit " + ev.key : "compiled " + ev.key));
+  R->stats.add_event(std::move(ev));
+}
+
+void flush_all(const std::string& cause, bool force_eager) {
+  if (R->pending == 0) return;
+  std::string where = user_site();
+  ThreadState& mine = me();
+  flush_thread(mine, cause, where, force_eager);
+  if (R->pending == 0) return;
+  std::vector<ThreadState*> others;
+  {
+    std::lock_guard<std::mutex> lock(R->threads_mu);
+    others = R->threads;
+  }
+  for (ThreadState* ts : others)
+    if (ts != &mine && !ts->trace.empty() && !ts->busy)
+      flush_thread(*ts, cause + " (from another thread)", where, force_eager);
+}
+
+}  // namespace minpy

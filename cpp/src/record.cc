@@ -1,0 +1,406 @@
+// The interceptor: one MXNet op call becomes trace nodes. MXNet calls it in
+// place of _imperative_invoke for every op while a jit() scope is open.
+#include <algorithm>
+
+#include "mxapi.h"
+#include "rewrite.h"
+#include "runtime.h"
+
+namespace minpy {
+
+OpInfo& op_info(AtomicSymbolCreator creator) {
+  auto it = R->ops.find(creator);
+  if (it != R->ops.end()) return *it->second;
+  auto info = std::make_unique<OpInfo>();
+  info->creator = creator;
+  info->name = op_name_of(creator);
+  info->hash = hash_bytes(info->name.data(), info->name.size());
+  const char *name, *desc, *key_var = nullptr, *ret = nullptr;
+  uint32_t nargs = 0;
+  const char **arg_names, **arg_types, **arg_descs;
+  if (MXSymbolGetAtomicSymbolInfo(creator, &name, &desc, &nargs, &arg_names, &arg_types, &arg_descs, &key_var, &ret) ==
+          0 &&
+      key_var)
+    info->var_num_args = key_var;
+  info->lift = liftable_attr(info->name);
+  const std::string& n = info->name;
+  info->effectful = n == "Custom" || n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
+                 n == "Dropout" || n == "_shuffle" || n == "RNN";
+  return *(R->ops[creator] = std::move(info));
+}
+
+// The arrays a call returns: out= arrays rebound to the new values, or new lazy arrays.
+py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std::vector<PyObject*>& out_objs,
+                        PyObject* out, bool is_np, bool as_list) {
+  Trace& t = ts.trace;
+  py::object result;
+  if (!out_objs.empty()) {
+    for (size_t i = 0; i < out_objs.size(); ++i) {
+      NDArrayHandle h = handle_of(out_objs[i]);
+      const Value& val = t.values[outs[i]];
+      if (val.node >= 0) {  // remembered for eager replay, which must write where eager MXNet writes
+        Node& producer = t.nodes[val.node];
+        producer.targets.resize(producer.out.size(), nullptr);
+        producer.targets[val.index] = h;
+      }
+      auto it = t.slots.find(h);
+      if (it == t.slots.end()) {
+        Slot& s = t.bind(h, outs[i], false, out_objs[i]);
+        s.ext_value = -1;
+        Py_INCREF(out_objs[i]);
+      } else {
+        it->second.value = outs[i];
+      }
+    }
+    result = py::reinterpret_borrow<py::object>(out);
+  } else {
+    size_t n = outs.size();
+    py::list lst(as_list || n != 1 ? n : 0);
+    for (size_t i = 0; i < n; ++i) {
+      NDArrayHandle h = nullptr;
+      PyObject* obj = make_lazy(t.values[outs[i]].aval, is_np, &h);  // new ref: the slot's
+      t.bind(h, outs[i], true, obj);
+      if (!as_list && n == 1) {
+        result = py::reinterpret_borrow<py::object>(obj);
+      } else {
+        PyList_SET_ITEM(lst.ptr(), i, obj);
+        Py_INCREF(obj);
+      }
+    }
+    if (as_list || n != 1) result = lst;
+  }
+  if (t.nodes.size() >= R->cfg.max_ops) flush_thread(ts, "op count cap", user_site());
+  return result;
+}
+
+uint64_t hash_str(const std::string& s) { return hash_bytes(s.data(), s.size()); }
+
+// Records the nodes of a lifted-scalar expansion into the current trace.
+struct TraceEmitter : Emitter {
+  ThreadState& ts;
+  int loc;
+  explicit TraceEmitter(ThreadState& t, int l) : ts(t), loc(l) {}
+
+  int node(const std::string& name, std::vector<Attr> attrs, std::vector<int> in) override {
+    AtomicSymbolCreator creator = nullptr;
+    MX_CALL(NNGetOpHandle(name.c_str(), &creator));
+    OpInfo& op = op_info(creator);
+    uint64_t h = 0x41;
+    for (const auto& a : attrs) h = mix64(mix64(h ^ hash_str(a.key)) ^ hash_str(a.val));
+    Trace& t = ts.trace;
+    std::vector<const AVal*> avals;
+    for (int v : in) avals.push_back(&t.values[v].aval);
+    const OpSignature& sig = R->sigs.lookup(op, attrs, h, avals, t.np_shape);
+    if (!sig.recordable) throw MXError("lifted form " + name + " is not recordable: " + sig.why_not);
+    ++R->pending;
+    ++R->stats.ops_recorded;
+    return t.add_node(&op, std::move(attrs), h, in, sig.outs, sig.mutable_inputs, loc);
+  }
+
+  int constant(double v, int like) override {
+    Trace& t = ts.trace;
+    AVal a = t.values[like].aval;
+    union { float f; double d; int32_t i; int64_t l; } bits;
+    size_t nbytes;
+    switch (a.dtype) {
+      case 0: bits.f = static_cast<float>(v); nbytes = 4; break;
+      case 1: bits.d = v; nbytes = 8; break;
+      case 4: bits.i = static_cast<int32_t>(v); nbytes = 4; break;
+      case 6: bits.l = static_cast<int64_t>(v); nbytes = 8; break;
+      default: return -1;  // float16 etc.: keep the attribute
+    }
+    for (int d = 0; d < a.ndim; ++d) a.dims[d] = 1;
+    if (a.ndim == 0 && !t.np_shape) a.ndim = 1, a.dims[0] = 1;
+    uint64_t k = mix64(hash_aval(a) ^ hash_bytes(&bits, nbytes));
+    auto it = t.constants.find(k);
+    if (it != t.constants.end()) return it->second;
+    NDArrayHandle h = new_lazy_array(a);
+    t.owned.push_back(h);
+    MX_CALL(MXNDArraySyncCopyFromCPU(h, &bits, 1));
+    int id = t.value_of(h, &a, nullptr);
+    t.constants[k] = id;
+    return id;
+  }
+};
+
+// Whether this call's liftable attribute has been seen with another value at the same place.
+bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vector<Attr>& attrs) {
+  const std::string* val = nullptr;
+  for (const auto& a : attrs)
+    if (a.key == attr) val = &a.val;
+  if (!val) return false;
+  uint64_t site = mix64(ts.site_hash ^ op.hash);
+  site = mix64(site ^ static_cast<uint64_t>(ts.trace.user_ops) ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
+  auto& s = R->scalar_sites[site];
+  if (s.hot) return true;
+  if (s.first.empty()) s.first = *val;
+  else if (s.first != *val) s.hot = true;
+  return s.hot;
+}
+
+py::object eager(const py::args& args, const std::string& cause) {
+  flush_all(cause);
+  return R->orig_invoke(*args);
+}
+
+std::string str_of(PyObject* v) {
+  if (PyUnicode_Check(v)) {
+    Py_ssize_t n;
+    const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+    return std::string(s, n);
+  }
+  PyObject* s = PyObject_Str(v);
+  if (!s) throw py::error_already_set();
+  Py_ssize_t n;
+  const char* c = PyUnicode_AsUTF8AndSize(s, &n);
+  std::string out(c, n);
+  Py_DECREF(s);
+  return out;
+}
+
+// _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
+py::object record_call(ThreadState& ts, const py::args& args);
+
+py::object invoke(py::args args) {
+  ThreadState& ts = me();
+  if (ts.depth == 0 || ts.flushing || args.size() != 7) return R->orig_invoke(*args);
+  struct Busy {
+    int& b;
+    ~Busy() { --b; }
+  } busy{++ts.busy};
+  return record_call(ts, args);
+}
+
+py::object record_call(ThreadState& ts, const py::args& args) {
+  if (ts.site && ts.site->eager) return R->orig_invoke(*args);
+  auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
+  OpInfo& op = op_info(creator);
+  PyObject* ndargs = args[1].ptr();
+  PyObject* keys = args[2].ptr();
+  PyObject* vals = args[3].ptr();
+  PyObject* out = args[4].ptr();
+  bool is_np = PyObject_IsTrue(args[5].ptr());
+  bool as_list = PyObject_IsTrue(args[6].ptr());
+
+  // Autograd and shape-semantics state are part of what is recorded.
+  bool rec = false, train = false;
+  MXAutogradIsRecording(&rec);
+  MXAutogradIsTraining(&train);
+  bool np_shape = np_shape_mode();
+  Trace& t = ts.trace;
+  if (!t.empty() && (t.recording != rec || t.training != train || t.np_shape != np_shape))
+    flush_thread(ts, "autograd state changed", user_site());
+  if (t.empty()) t.start(rec, train, np_shape);
+
+  std::vector<Attr> attrs;
+  uint64_t attr_hash = 0x41;
+  Py_ssize_t nk = PyList_Check(keys) ? PyList_GET_SIZE(keys) : PySequence_Size(keys);
+  attrs.reserve(nk);
+  for (Py_ssize_t i = 0; i < nk; ++i) {
+    py::object k = py::reinterpret_steal<py::object>(PySequence_GetItem(keys, i));
+    py::object v = py::reinterpret_steal<py::object>(PySequence_GetItem(vals, i));
+    Attr a{str_of(k.ptr()), str_of(v.ptr())};
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
+    attrs.push_back(std::move(a));
+  }
+
+  // Variadic ops (concat, stack, add_n): eager MXNet fills in the input count; so must we.
+  Py_ssize_t n_nd = PySequence_Size(ndargs);
+  if (!op.var_num_args.empty() &&
+      std::none_of(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.key == op.var_num_args; })) {
+    Attr a{op.var_num_args, std::to_string(n_nd)};
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
+    attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
+    attrs.push_back(std::move(a));
+  }
+
+  // Ops whose symbolic form MXNet 1.9.1 cannot build (composing reset_arrays segfaults inside
+  // nnvm; the multi-tensor optimizer ops other than multi_sgd_* lack symbolic inference).
+  if (op.name == "reset_arrays" || (op.name.rfind("multi_", 0) == 0 && !needs_expansion(op.name)) ||
+      op.name.rfind("_multi_", 0) == 0 || op.name.rfind("preloaded_multi_", 0) == 0) {
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": no symbolic form in MXNet 1.9.1"];
+    return eager(args, "eager op " + op.name);
+  }
+
+  // Lazy arrays are dense: ops that produce sparse storage run eagerly.
+  if (op.name.find("sparse") != std::string::npos ||
+      (op.name == "cast_storage" && std::any_of(attrs.begin(), attrs.end(), [](const Attr& a) {
+         return a.key == "stype" && a.val != "default";
+       }))) {
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": sparse output"];
+    return eager(args, "eager op " + op.name);
+  }
+
+  // Inputs: the value each array holds now; new arrays become external inputs.
+  Py_ssize_t nin = PySequence_Size(ndargs);
+  std::vector<int> in(nin);
+  std::vector<PyObject*> in_objs(nin);
+  for (Py_ssize_t i = 0; i < nin; ++i) {
+    PyObject* arr = PyList_Check(ndargs) ? PyList_GET_ITEM(ndargs, i) : nullptr;
+    py::object hold;
+    if (!arr) {
+      hold = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, i));
+      arr = hold.ptr();
+    }
+    in_objs[i] = arr;
+    NDArrayHandle h = handle_of(arr);
+    auto it = t.slots.find(h);
+    if (it != t.slots.end()) {
+      in[i] = it->second.value;
+      continue;
+    }
+    if (stype_of(h) != 0) {
+      ++R->stats.fallbacks[op.name];
+      ++R->stats.fallback_reasons[op.name + ": sparse input"];
+      return eager(args, "eager op " + op.name);
+    }
+    Slot* slot = nullptr;
+    in[i] = t.value_of(h, nullptr, &slot);
+    Py_INCREF(arr);
+    slot->owner = arr;
+  }
+  std::vector<const AVal*> in_avals(nin);
+  for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
+
+  // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
+  if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
+    NDArrayHandle h = handle_of(out);
+    auto it = t.slots.find(h);
+    AVal target = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
+    const AVal& src = t.values[in[0]].aval;
+    bool same_place = target.dev_type == src.dev_type && target.dev_id == src.dev_id &&
+                      (it != t.slots.end() || stype_of(h) == 0);
+    if (same_place && target.ndim == src.ndim && std::equal(src.dims, src.dims + src.ndim, target.dims)) {
+      TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
+      int v = target.dtype == src.dtype ? em.node("_copy", {}, {in[0]})
+                                        : em.node("Cast", {{"dtype", dtype_name(target.dtype)}}, {in[0]});
+      ++t.user_ops;
+      return bind_results(ts, {v}, {out}, out, is_np, as_list);
+    }
+  }
+
+  const char* lift = op.lift;
+  bool hot = *lift && is_hot(ts, op, lift, attrs);
+  if (hot || needs_expansion(op.name)) {
+    if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
+      for (int v : in)
+        if (t.values[v].node >= 0) {
+          flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
+          return record_call(ts, args);
+        }
+    TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
+    std::vector<int> outs;
+    std::vector<std::pair<int, int>> updates;
+    bool done = hot ? expand_lifted(op.name, attrs, in, em, &outs, &updates)
+                    : expand_native(op.name, attrs, in, em, &outs, &updates);
+    if (done) {
+      for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
+      ++t.user_ops;
+      std::vector<PyObject*> out_objs;
+      if (out != Py_None) {
+        if (PyObject_HasAttrString(out, "handle")) out_objs.push_back(out);
+        else for (Py_ssize_t i = 0; i < PySequence_Size(out); ++i) {
+          PyObject* o = PySequence_GetItem(out, i);
+          out_objs.push_back(o);
+          Py_DECREF(o);
+        }
+      }
+      return bind_results(ts, outs, out_objs, out, is_np, as_list);
+    }
+  }
+
+  const OpSignature* sig;
+  try {
+    sig = &R->sigs.lookup(op, attrs, attr_hash, in_avals, np_shape);
+  } catch (const OpInputError& e) {
+    PyErr_SetString(R->error_cls.ptr(), e.what());
+    throw py::error_already_set();
+  }
+  if (!sig->recordable) {
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": " + sig->why_not];
+    return eager(args, "eager op " + op.name);
+  }
+
+  // out=: the written arrays must match what the op produces.
+  std::vector<PyObject*> out_objs;
+  if (out != Py_None) {
+    if (PySequence_Check(out) && !PyObject_HasAttrString(out, "handle")) {
+      Py_ssize_t n = PySequence_Size(out);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* o = PySequence_GetItem(out, i);
+        out_objs.push_back(o);
+        Py_DECREF(o);  // still referenced by `out`
+      }
+    } else {
+      out_objs.push_back(out);
+    }
+    if (out_objs.size() != sig->outs.size()) {
+      PyErr_SetString(R->error_cls.ptr(), ("operator '" + op.name + "' produces " + std::to_string(sig->outs.size()) +
+                                           " outputs but out= gave " + std::to_string(out_objs.size()))
+                                              .c_str());
+      throw py::error_already_set();
+    }
+    for (size_t i = 0; i < out_objs.size(); ++i) {
+      NDArrayHandle h = handle_of(out_objs[i]);
+      auto it = t.slots.find(h);
+      AVal have = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
+      const AVal& want = sig->outs[i];
+      if (have.dev_type != want.dev_type || have.dev_id != want.dev_id || (it == t.slots.end() && stype_of(h) != 0)) {
+        ++R->stats.fallbacks[op.name];
+        ++R->stats.fallback_reasons[op.name + ": out= on another context or storage"];
+        return eager(args, "eager op " + op.name);
+      }
+      if (have.ndim != want.ndim || have.size() != want.size() || have.dtype != want.dtype ||
+          !std::equal(have.dims, have.dims + have.ndim, want.dims)) {
+        PyErr_SetString(R->error_cls.ptr(),
+                        ("operator '" + op.name + "': out= array " + std::to_string(i) + " has shape " +
+                         have.shape_str() + " " + dtype_name(have.dtype) + " but the result is " + want.shape_str() +
+                         " " + dtype_name(want.dtype))
+                            .c_str());
+        throw py::error_already_set();
+      }
+    }
+  }
+
+  // An op that updates an input in place needs that input materialised first.
+  for (int mi : sig->mutable_inputs) {
+    if (mi < nin && t.values[in[mi]].node >= 0) {
+      flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
+      return record_call(ts, args);
+    }
+  }
+
+  int loc = R->cfg.track_source && !R->seen_prefixes.count(t.key.a) ? R->sources.capture() : -1;
+  int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, loc);
+  ++R->stats.ops_recorded;
+  ++R->pending;
+  ++t.user_ops;
+  std::vector<int> outs;
+  for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
+  return bind_results(ts, outs, out_objs, out, is_np, as_list);
+}
+
+
+// The interceptor as a METH_FASTCALL builtin: MXNet calls it once per op, so it skips
+// pybind11's overload dispatch.
+PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
+  try {
+    py::tuple args(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      Py_INCREF(argv[i]);
+      PyTuple_SET_ITEM(args.ptr(), i, argv[i]);
+    }
+    return invoke(py::reinterpret_borrow<py::args>(args)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+}  // namespace minpy

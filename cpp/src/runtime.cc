@@ -1,0 +1,38 @@
+// The runtime singleton and the per-thread state registry.
+#include "runtime.h"
+
+#include <algorithm>
+
+namespace minpy {
+
+Runtime* R = nullptr;
+
+// A thread's state is never freed: another thread may hold a pointer to it from
+// flush_all's snapshot of the registry. States of finished threads are reused.
+struct ThreadSlot {
+  ThreadState* st = nullptr;
+  ~ThreadSlot() {  // thread exit: runs without the GIL
+    if (!st || !R) return;
+    std::lock_guard<std::mutex> lock(R->threads_mu);
+    R->threads.erase(std::remove(R->threads.begin(), R->threads.end(), st), R->threads.end());
+    if (st->trace.empty()) R->spare_states.push_back(st);
+  }
+};
+thread_local ThreadSlot tls;
+
+ThreadState& me() {
+  if (!tls.st) {
+    std::lock_guard<std::mutex> lock(R->threads_mu);
+    if (!R->spare_states.empty()) {
+      tls.st = R->spare_states.back();
+      R->spare_states.pop_back();
+      *tls.st = ThreadState();
+    } else {
+      tls.st = new ThreadState();
+    }
+    R->threads.push_back(tls.st);
+  }
+  return *tls.st;
+}
+
+}  // namespace minpy

@@ -1,0 +1,103 @@
+// Runtime state shared by the extension's parts: configuration, per-thread
+// traces, caches, counters -- and the functions each part offers the others.
+//   pyarray.cc  Python NDArray objects: handles, liveness, the lazy-array pool
+//   record.cc   the interceptor: one op call -> trace nodes (+ scalar lifting)
+//   flush.cc    a trace -> outputs, cache lookup or compile, execution, release
+//   bindings.cc scopes, statistics and the Python module
+#pragma once
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "executor.h"
+#include "infer.h"
+#include "source.h"
+#include "stats.h"
+
+namespace minpy {
+namespace py = pybind11;
+
+struct Config {
+  size_t max_ops = 10000;    // flush when a trace reaches this many ops
+  size_t pool_per_aval = 4096;  // recycled lazy arrays kept per abstract value (no data: a few hundred bytes each)
+  int recompile_limit = 8;   // distinct graphs per scope site before it runs eagerly
+  bool track_source = true;
+  bool log_recompiles = false, log_flushes = false;
+};
+
+struct Site;
+struct ThreadState {
+  int depth = 0;
+  bool flushing = false;
+  int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
+  std::vector<std::string> sites;  // scope entry sites, innermost last
+  struct Site* site = nullptr;     // the innermost site's record (stable: map nodes do not move)
+  uint64_t site_hash = 0;
+  Trace trace;
+};
+
+struct Site {
+  int compiles = 0;
+  bool eager = false;  // recompile limit hit: the site runs eagerly from now on
+};
+
+struct Runtime {
+  py::object orig_invoke, ndarray_cls, np_ndarray_cls, void_p, error_cls, log_fn;
+  std::unordered_map<AtomicSymbolCreator, std::unique_ptr<OpInfo>> ops;
+  SignatureCache sigs;
+  ExecutorCache cache{256};
+  std::unordered_set<std::string> nondiff;
+  std::unordered_map<std::string, Site> sites;
+  std::unordered_map<uint64_t, std::vector<PyObject*>> pool;  // recycled lazy arrays by aval
+  SourceTable sources;
+  struct ScalarSite {
+    std::string first;
+    bool hot = false;
+  };
+  std::unordered_map<uint64_t, ScalarSite> scalar_sites;  // see rewrite.h for the lifting rule
+  // Trace positions (prefix keys) already compiled: recording there again needs no source line,
+  // since the graph printout and miss explanations only ever show new positions.
+  std::unordered_set<uint64_t> seen_prefixes;
+  Stats stats;
+  Config cfg;
+  std::vector<ThreadState*> threads, spare_states;
+  std::mutex threads_mu;
+  size_t pending = 0;  // recorded, unflushed ops over all threads
+};
+
+extern Runtime* R;
+ThreadState& me();
+
+// Fast path for handle_of: read NDArrayBase's `handle` slot and the pointer inside the
+// ctypes c_void_p directly (CDataObject: PyObject_HEAD, then char* b_ptr).
+struct HandleLayout {
+  PyTypeObject* base = nullptr;   // mxnet NDArrayBase
+  PyTypeObject* void_p = nullptr; // ctypes.c_void_p
+  Py_ssize_t offset = -1;         // of the `handle` slot
+  Py_ssize_t writable_offset = -1;
+};
+extern HandleLayout HL;
+
+// pyarray.cc
+NDArrayHandle handle_of(PyObject* arr);
+bool held_elsewhere(PyObject* arr);
+uint64_t pool_key(const AVal& a, bool np);
+PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out);
+
+// flush.cc
+std::string first_line(const std::string& s);
+std::string user_site();
+void log_line(const std::string& s);
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
+void flush_all(const std::string& cause, bool force_eager = false);
+
+// record.cc
+uint64_t hash_str(const std::string& s);
+PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs);
+
+}  // namespace minpy
