@@ -504,6 +504,19 @@ def test_events_eager_replay_has_reason():
     assert minpy_jit.stats()["eager_replays"] >= 1
 
 
+def test_trace_with_no_live_result_is_not_a_compile_failure():
+    """A block whose results are all discarded (`nd.exp(x) * 2` as a statement): nothing is live, so
+    nothing needs to run (README: dead intermediates are never materialised). The flush must not be
+    reported as a failed compile nor replayed eagerly."""
+    x = arr(rand(3, 79, seed=16))
+    with minpy_jit.jit():
+        nd.exp(x) * 2
+    assert_same(run_eager(lambda x: x, x), x)
+    ev = minpy_jit.events()[-1]
+    assert "compile failed" not in ev["miss_reason"] and not ev["eager"], ev
+    assert minpy_jit.stats()["eager_replays"] == 0, minpy_jit.stats()
+
+
 # ------------------------------------------------------------------ explain
 
 def _explained(x, keep):
