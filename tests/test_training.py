@@ -96,6 +96,14 @@ def _clean_state():
         yield
     finally:
         minpy_jit.config(recompile_limit=old)
+        leaked = (minpy_jit._core.pending(), intercept.hooks_installed())
+        if any(leaked):  # clean up, so that one test's leftovers do not fail every later test
+            try:
+                minpy_jit.flush()
+            finally:
+                if intercept._active_scopes == 0:
+                    intercept._unpatch()
+    assert not any(leaked), "after the test: %d ops still pending, MXNet still patched: %s" % leaked
     assert not autograd.is_recording() and not autograd.is_training()
 
 
@@ -352,7 +360,7 @@ def test_batchnorm_running_stats_read_inside_scope_without_flush_cause():
 
 # ============================================================ Gluon blocks
 
-def _mlp(seed, hidden=32, out=4, dropout=0.0, bn=False):
+def _mlp(hidden=32, out=4, dropout=0.0, bn=False):
     net = nn.Sequential()
     net.add(nn.Dense(hidden, activation="relu"))
     if bn:
@@ -394,7 +402,7 @@ def test_gluon_deferred_init_inside_jit_forward_backward():
 def test_gluon_inference_after_training_mode_batchnorm_dropout():
     def run(use_jit):
         mx.random.seed(3)
-        net = _mlp(0, hidden=16, dropout=0.5, bn=True)
+        net = _mlp(hidden=16, dropout=0.5, bn=True)
         net.initialize()
         x = rand((8, 20), 24)
         with J(use_jit):
@@ -402,6 +410,26 @@ def test_gluon_inference_after_training_mode_batchnorm_dropout():
                 y_train = net(x)
             y_pred = net(x)  # predict mode: BN uses running stats, dropout is identity
             return dict(y_train=y_train, y_pred=y_pred, p=param_values(net))
+    differential(run)
+
+
+def test_train_forward_without_backward_then_predict_repeated():
+    """A training-mode forward that is never backwarded, then an inference forward, three times
+    in a row (fresh nets): every repetition must give eager's values."""
+    def run(use_jit):
+        out = []
+        mx.random.seed(8)
+        for _ in range(3):
+            net = nn.Sequential()
+            net.add(nn.Dense(16), nn.BatchNorm(), nn.Dropout(0.5))
+            net.initialize()
+            x = rand((8, 20), 32)
+            with J(use_jit):
+                with autograd.record():
+                    y_train = net(x)
+                y_pred = net(x)
+            out.append([y_train, y_pred, param_values(net)])
+        return out
     differential(run)
 
 
@@ -484,7 +512,7 @@ def _states(trainer, net):
 
 def _train_mlp(use_jit, opt, kw, steps, scheduler=None, split=False, read_between=False):
     mx.random.seed(11)
-    net = _mlp(0, hidden=16)
+    net = _mlp(hidden=16)
     net.initialize(mx.init.Xavier())
     kw = dict(kw)
     if scheduler is not None:
@@ -585,7 +613,7 @@ def test_training_loop_reads_nothing_until_the_end(opt, kw):
     updates, read only after the scope: each must hold the value of its own step."""
     def run(use_jit):
         mx.random.seed(13)
-        net = _mlp(0, hidden=8, dropout=0.25)
+        net = _mlp(hidden=8, dropout=0.25)
         net.initialize()
         x = rand((6, 20), 31)
         label = nd.array(np.arange(6) % 4)
@@ -602,6 +630,133 @@ def test_training_loop_reads_nothing_until_the_end(opt, kw):
                 kept.append([loss, loss.mean(), first.data() * 1, first.grad() * 1])
                 trainer.step(6)
         return dict(kept=kept, w=param_values(net), states=_states(trainer, net))
+    differential(run, **OPT_TOL)
+
+
+def _small_setup(seed, opt="sgd", kw=None, dropout=0.0, bn=False):
+    mx.random.seed(seed)
+    net = _mlp(hidden=8, dropout=dropout, bn=bn)
+    net.initialize()
+    rs = np.random.RandomState(seed)
+    xs = [nd.array(rs.randn(6, 20).astype(np.float32)) for _ in range(4)]
+    ys = [nd.array(rs.randint(0, 4, size=6).astype(np.float32)) for _ in range(4)]
+    net(xs[0])
+    trainer = gluon.Trainer(net.collect_params(), opt, kw or {"learning_rate": 0.1, "momentum": 0.9})
+    return net, trainer, xs, ys, gluon.loss.SoftmaxCrossEntropyLoss()
+
+
+@pytest.mark.parametrize("opt", ["sgd", "nag"])
+def test_gradient_accumulation_grad_req_add_and_zero_grad(opt):
+    """Gluon params with grad_req='add': two micro-batches per step, step, zero_grad()."""
+    def run(use_jit):
+        net, trainer, xs, ys, lossfn = _small_setup(14, opt)
+        for p in net.collect_params().values():
+            p.grad_req = "add"
+        out = []
+        with J(use_jit):
+            for step in range(4):
+                for micro in range(2):
+                    with autograd.record():
+                        loss = lossfn(net(xs[(2 * step + micro) % 4]), ys[(2 * step + micro) % 4])
+                    loss.backward()
+                out.append(param_grads(net))  # the sum of both micro-batches
+                trainer.step(12)
+                net.collect_params().zero_grad()
+                out.append(param_grads(net))  # zeros
+        return dict(out=out, w=param_values(net))
+    differential(run, **OPT_TOL)
+
+
+def test_frozen_layer_grad_req_null():
+    def run(use_jit):
+        net, trainer, xs, ys, lossfn = _small_setup(15, "nag")
+        for p in net[0].collect_params().values():
+            p.grad_req = "null"
+        trainer = gluon.Trainer(net.collect_params(), "nag", {"learning_rate": 0.1, "momentum": 0.9})
+        losses = []
+        with J(use_jit):
+            for step in range(4):
+                with autograd.record():
+                    loss = lossfn(net(xs[step]), ys[step])
+                loss.backward()
+                trainer.step(6)
+                losses.append(loss)
+        return dict(losses=losses, w=param_values(net), g=param_grads(net))
+    differential(run, **OPT_TOL)
+
+
+def test_set_learning_rate_between_steps():
+    def run(use_jit):
+        net, trainer, xs, ys, lossfn = _small_setup(16, "nag")
+        losses = []
+        with J(use_jit):
+            for step in range(6):
+                trainer.set_learning_rate(0.1 / (step + 1))
+                with autograd.record():
+                    loss = lossfn(net(xs[step % 4]), ys[step % 4])
+                loss.backward()
+                trainer.step(6)
+                losses.append(loss)
+        return dict(losses=losses, w=param_values(net), states=_states(trainer, net))
+    differential(run, **OPT_TOL)
+
+
+def test_set_data_and_in_place_weight_edit_between_steps():
+    """Weights overwritten between steps (set_data from numpy, an in-place scale) are used by
+    the next step and by the optimizer."""
+    def run(use_jit):
+        net, trainer, xs, ys, lossfn = _small_setup(17, "nag")
+        first, last = list(net.collect_params().values())[0], list(net.collect_params().values())[-2]
+        losses = []
+        with J(use_jit):
+            for step in range(4):
+                with autograd.record():
+                    loss = lossfn(net(xs[step]), ys[step])
+                loss.backward()
+                trainer.step(6)
+                losses.append(loss)
+                if step == 1:
+                    first.set_data(nd.array(np.full(first.shape, 0.01, dtype=np.float32)))
+                if step == 2:
+                    w = last.data()
+                    w *= 0.5  # in place, on a weight just updated by the (pending) optimizer step
+        return dict(losses=losses, w=param_values(net), states=_states(trainer, net))
+    differential(run, **OPT_TOL)
+
+
+def test_clip_global_norm_between_backward_and_step():
+    def run(use_jit):
+        net, trainer, xs, ys, lossfn = _small_setup(18, "nag")
+        norms, losses = [], []
+        with J(use_jit):
+            for step in range(4):
+                with autograd.record():
+                    loss = lossfn(net(xs[step]), ys[step])
+                loss.backward()
+                grads = [p.grad() for p in net.collect_params().values()]
+                norms.append(gluon.utils.clip_global_norm(grads, 0.5))  # asscalar inside
+                trainer.step(6)
+                losses.append(loss)
+        return dict(norms=np.array(norms), losses=losses, w=param_values(net))
+    differential(run, **OPT_TOL)
+
+
+def test_record_in_predict_mode_and_seed_inside_scope():
+    """record(train_mode=False): Dropout is the identity and BatchNorm uses running stats, yet
+    gradients flow; mx.random.seed() called inside the scope restarts the dropout masks."""
+    def run(use_jit):
+        net, trainer, xs, ys, lossfn = _small_setup(19, "nag", dropout=0.5, bn=True)
+        out = []
+        with J(use_jit):
+            for step in range(4):
+                if step % 2 == 0:
+                    mx.random.seed(77)  # same masks in steps 0 and 2
+                with autograd.record(train_mode=(step != 1)):
+                    loss = lossfn(net(xs[0]), ys[0])
+                loss.backward()
+                out.append([loss, param_grads(net)])
+                trainer.step(6)
+        return dict(out=out, w=param_values(net))  # includes BN running stats
     differential(run, **OPT_TOL)
 
 
