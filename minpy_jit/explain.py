@@ -3,6 +3,9 @@ from . import _core
 from .scope import jit
 
 
+_calls = 0
+
+
 class Explanation:
     """What one run did: graphs compiled or reused, flushes with their causes and
     source lines, eager fallbacks, and why each cache miss missed."""
@@ -35,14 +38,17 @@ class Explanation:
 
 
 def explain(fn, *args, **kwargs):
-    """Runs fn(*args, **kwargs) inside jit() once; returns an Explanation (its .result is fn's)."""
+    """Runs fn(*args, **kwargs) inside jit() once; returns an Explanation (its .result is fn's).
+
+    Each call is a scope site of its own: explaining many functions never trips the
+    recompile limit of one shared site.
+    """
+    global _calls
+    _calls += 1
     before = _core.stats()
-    n_before = len(_core.events())
-    with jit():
+    with jit(site="explain call %d" % _calls):
         result = fn(*args, **kwargs)
-    events = _core.events()
-    new = events[n_before:] if len(events) > n_before else events[-1:]
-    if len(events) >= 256:  # ring buffer wrapped: fall back to the count of flushes
-        flushed = sum(_core.stats()["flushes"].values()) - sum(before["flushes"].values())
-        new = events[-flushed:] if flushed else []
-    return Explanation(result, new, before, _core.stats())
+    after = _core.stats()
+    flushed = sum(after["flushes"].values()) - sum(before["flushes"].values())
+    new = _core.events()[-flushed:] if flushed else []
+    return Explanation(result, new, before, after)

@@ -25,17 +25,20 @@ class jit(contextlib.ContextDecorator):
     scope a no-op.
     """
 
-    def __init__(self):
+    def __init__(self, site=None):
+        self._site = site  # the name recompile limits and statistics use; default: file:line of the `with`
         self._entered = []
 
     def __enter__(self):
         if _disabled():
             self._entered.append(False)
             return self
-        frame = sys._getframe(1)
-        if frame.f_code.co_filename == contextlib.__file__:  # used as a decorator
-            frame = frame.f_back
-        site = "%s:%d" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+        site = self._site
+        if site is None:
+            frame = sys._getframe(1)
+            if frame.f_code.co_filename == contextlib.__file__:  # used as a decorator
+                frame = frame.f_back
+            site = "%s:%d" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno)
         intercept.acquire()
         _core.enter(site)
         self._entered.append(True)

@@ -114,6 +114,8 @@ py::list graphs() {
     d["steps"] = steps;
     d["outputs"] = e->outputs;
     d["eager_only"] = e->op == nullptr;
+    d["recording"] = e->recording;  // the autograd state it runs under (record(), train_mode)
+    d["training"] = e->training;
     out.append(d);
   }
   return out;
@@ -158,7 +160,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("clear_cache", []() {
     R->cache.clear();
     for (auto& kv : R->sites) kv.second = Site();  // entries stay: threads point at them
-    R->seen_prefixes.clear();
+    R->seen_positions.clear();
   });
   m.def("configure", [](py::dict kw) {
     for (auto item : kw) {

@@ -143,6 +143,14 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     outputs.push_back({v, -1, h});
     is_output[v] = 1;
   }
+  if (outputs.empty()) {  // every result is dead and nothing has effects: nothing observable to run
+    ++R->stats.flushes[cause];
+    ev.miss_reason = "nothing live: the recorded ops were dropped";
+    ev.eager = false;
+    R->stats.add_event(std::move(ev));
+    release_trace(t);
+    return;
+  }
   std::sort(outputs.begin(), outputs.end(), [](const OutputSpec& a, const OutputSpec& b) { return a.value < b.value; });
   Key128 key = t.key;
   for (const auto& o : outputs) {
@@ -201,8 +209,8 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
       for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
       exe->recording = t.recording;
       exe->training = t.training;
-      if (R->seen_prefixes.size() > (1u << 20)) R->seen_prefixes.clear();
-      for (const Node& n : t.nodes) R->seen_prefixes.insert(n.prefix);
+      if (R->seen_positions.size() > (1u << 20)) R->seen_positions.clear();
+      for (const Node& n : t.nodes) R->seen_positions.insert(n.position);
       char title[160];
       snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev.key.c_str(),
                exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());

@@ -130,7 +130,7 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
     if (a.key == attr) val = &a.val;
   if (!val) return false;
   uint64_t site = mix64(ts.site_hash ^ op.hash);
-  site = mix64(site ^ static_cast<uint64_t>(ts.trace.user_ops) ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
+  site = mix64(site ^ ts.trace.user_ops_hash ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
   auto& s = R->scalar_sites[site];
   if (s.hot) return true;
   if (s.first.empty()) s.first = *val;
@@ -277,7 +277,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
       int v = target.dtype == src.dtype ? em.node("_copy", {}, {in[0]})
                                         : em.node("Cast", {{"dtype", dtype_name(target.dtype)}}, {in[0]});
-      ++t.user_ops;
+      t.note_user_op(op.hash);
       return bind_results(ts, {v}, {out}, out, is_np, as_list);
     }
   }
@@ -298,7 +298,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
                     : expand_native(op.name, attrs, in, em, &outs, &updates);
     if (done) {
       for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
-      ++t.user_ops;
+      t.note_user_op(op.hash);
       std::vector<PyObject*> out_objs;
       if (out != Py_None) {
         if (PyObject_HasAttrString(out, "handle")) out_objs.push_back(out);
@@ -374,11 +374,12 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
 
-  int loc = R->cfg.track_source && !R->seen_prefixes.count(t.key.a) ? R->sources.capture() : -1;
-  int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, loc);
+  int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, -1);
+  if (R->cfg.track_source && !R->seen_positions.count(t.nodes.back().position))
+    t.nodes.back().loc = R->sources.capture();
   ++R->stats.ops_recorded;
   ++R->pending;
-  ++t.user_ops;
+  t.note_user_op(op.hash);
   std::vector<int> outs;
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
   return bind_results(ts, outs, out_objs, out, is_np, as_list);

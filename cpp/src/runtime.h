@@ -60,9 +60,9 @@ struct Runtime {
     bool hot = false;
   };
   std::unordered_map<uint64_t, ScalarSite> scalar_sites;  // see rewrite.h for the lifting rule
-  // Trace positions (prefix keys) already compiled: recording there again needs no source line,
-  // since the graph printout and miss explanations only ever show new positions.
-  std::unordered_set<uint64_t> seen_prefixes;
+  // Trace positions (Node::position) already compiled: recording there again needs no source
+  // line, since the graph printout and miss explanations only ever show new positions.
+  std::unordered_set<uint64_t> seen_positions;
   Stats stats;
   Config cfg;
   std::vector<ThreadState*> threads, spare_states;

@@ -31,7 +31,6 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
   n.attrs = std::move(attrs);
   n.in = in;
   n.loc = loc;
-  n.prefix = key.a;
   int node_id = static_cast<int>(nodes.size());
   int first = static_cast<int>(values.size());
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -47,6 +46,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
   key.add(attr_hash);
   for (int v : in) key.add(static_cast<uint64_t>(v) + 0x1000);
   key.add(0xA000 + outs.size());
+  n.position = key.a;
   nodes.push_back(std::move(n));
   return first;
 }

@@ -45,7 +45,7 @@ struct Node {
   std::vector<int> mutated;  // external value ids this node updates in place (aux states)
   std::vector<NDArrayHandle> targets;  // per output: the existing array written in place (out=), or null
   int loc = -1;              // source location id (see SourceTable), -1 when not tracked
-  uint64_t prefix = 0;       // the trace key before this node (identifies its position structurally)
+  uint64_t position = 0;     // the trace key just after this node: the node and everything before it
 };
 
 struct Value {
@@ -69,6 +69,11 @@ class Trace {
   std::unordered_map<NDArrayHandle, Slot> slots;
   Key128 key;
   int user_ops = 0;                    // op calls made by the program (an expansion counts once)
+  uint64_t user_ops_hash = 0;          // ... and which ops they were: a position independent of scalars
+  void note_user_op(uint64_t op_hash) {
+    ++user_ops;
+    user_ops_hash = mix64(user_ops_hash ^ op_hash);
+  }
   std::vector<NDArrayHandle> owned;    // lifted-scalar arrays the trace created; freed after its flush
   std::unordered_map<uint64_t, int> constants;  // lifted scalar -> its value id, deduplicated per trace
   bool recording = false, training = false, np_shape = false;
@@ -94,6 +99,7 @@ class Trace {
 
   void clear() {
     user_ops = 0;
+    user_ops_hash = 0;
     owned.clear();
     constants.clear();
     nodes.clear();
