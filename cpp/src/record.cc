@@ -24,9 +24,23 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
     info->var_num_args = key_var;
   info->lift = liftable_attr(info->name);
   const std::string& n = info->name;
-  info->effectful = n == "Custom" || n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
-                 n == "Dropout" || n == "_shuffle" || n == "RNN";
+  // Random draws must keep program order; Custom ops (debug_print) may have side effects.
+  info->effectful = n == "Custom" || n == "Dropout" || n == "_shuffle" || n == "RNN" ||
+                    n.find("random") != std::string::npos || n.find("sample") != std::string::npos;
   return *(R->ops[creator] = std::move(info));
+}
+
+// The arrays of an `out=` argument (one array or a sequence), borrowed from `out`.
+std::vector<PyObject*> out_arrays(PyObject* out) {
+  std::vector<PyObject*> arrays;
+  if (out == Py_None) return arrays;
+  if (!PySequence_Check(out) || PyObject_HasAttrString(out, "handle")) return {out};
+  for (Py_ssize_t i = 0, n = PySequence_Size(out); i < n; ++i) {
+    PyObject* o = PySequence_GetItem(out, i);
+    arrays.push_back(o);
+    Py_DECREF(o);  // still referenced by `out`
+  }
+  return arrays;
 }
 
 // The arrays a call returns: out= arrays rebound to the new values, or new lazy arrays.
@@ -299,16 +313,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     if (done) {
       for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
       t.note_user_op(op.hash);
-      std::vector<PyObject*> out_objs;
-      if (out != Py_None) {
-        if (PyObject_HasAttrString(out, "handle")) out_objs.push_back(out);
-        else for (Py_ssize_t i = 0; i < PySequence_Size(out); ++i) {
-          PyObject* o = PySequence_GetItem(out, i);
-          out_objs.push_back(o);
-          Py_DECREF(o);
-        }
-      }
-      return bind_results(ts, outs, out_objs, out, is_np, as_list);
+      return bind_results(ts, outs, out_arrays(out), out, is_np, as_list);
     }
   }
 
@@ -326,18 +331,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   }
 
   // out=: the written arrays must match what the op produces.
-  std::vector<PyObject*> out_objs;
-  if (out != Py_None) {
-    if (PySequence_Check(out) && !PyObject_HasAttrString(out, "handle")) {
-      Py_ssize_t n = PySequence_Size(out);
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* o = PySequence_GetItem(out, i);
-        out_objs.push_back(o);
-        Py_DECREF(o);  // still referenced by `out`
-      }
-    } else {
-      out_objs.push_back(out);
-    }
+  std::vector<PyObject*> out_objs = out_arrays(out);
+  if (!out_objs.empty()) {
     if (out_objs.size() != sig->outs.size()) {
       PyErr_SetString(R->error_cls.ptr(), ("operator '" + op.name + "' produces " + std::to_string(sig->outs.size()) +
                                            " outputs but out= gave " + std::to_string(out_objs.size()))
