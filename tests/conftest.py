@@ -9,6 +9,7 @@ import numbers
 
 import mxnet as mx
 import numpy as np
+import pytest
 
 import minpy_jit
 from minpy_jit import intercept
@@ -145,3 +146,33 @@ def assert_same(eager, jitted, rtol=None, atol=0.0):
         else:
             assert e == j or (e != e and j != j), "%s: %r (eager) vs %r (jit)" % (path, e, j)
 
+
+# ------------------------------------------------------------------ small shared helpers
+
+def rand(*shape, seed=0, dtype=np.float32):
+    """Deterministic uniform(-1, 1) numpy data."""
+    return np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(dtype)
+
+
+def arr(a):
+    """An eager NDArray holding a copy of numpy array a (same dtype); never called inside a scope."""
+    from minpy_jit import intercept
+    assert not intercept.hooks_installed()
+    return mx.nd.array(a, dtype=a.dtype)
+
+
+def here():
+    """Line number of the caller's current line."""
+    import sys
+    return sys._getframe(1).f_lineno
+
+
+@pytest.fixture
+def isolated_runtime():
+    """Zeroed stats for the test; configuration restored and MXNet unpatched afterwards."""
+    from minpy_jit import intercept
+    saved = minpy_jit.config()
+    minpy_jit.reset_stats()
+    yield
+    minpy_jit.config(**saved)  # config() round-trips: it returns exactly the options it accepts
+    assert not intercept.hooks_installed()

@@ -24,26 +24,12 @@ from mxnet import nd
 import minpy_jit
 from minpy_jit import intercept
 
-from conftest import assert_same, run_eager
+from conftest import arr, assert_same, here, rand, run_eager
 
 THIS = os.path.basename(__file__)
 
 
 # ------------------------------------------------------------------ helpers
-
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(dtype)
-
-
-def arr(a):
-    """An eager NDArray holding a copy of numpy array a (same dtype)."""
-    assert not intercept.hooks_installed()
-    return nd.array(a, dtype=a.dtype)
-
-
-def here():
-    """Line number of the caller's current line."""
-    return sys._getframe(1).f_lineno
 
 
 def at(line):
@@ -63,14 +49,9 @@ def delta(before, after, key):
 
 
 @pytest.fixture(autouse=True)
-def _isolate():
+def _isolate(isolated_runtime):
     """Zeroed stats per test; config (including the log switches) restored afterwards."""
-    saved = minpy_jit.config()
-    minpy_jit.reset_stats()
     yield
-    log = ",".join(k for k, on in (("recompiles", saved["log_recompiles"]), ("flushes", saved["log_flushes"])) if on)
-    minpy_jit.config(max_ops=saved["max_ops"], cache_size=saved["cache_size"],
-                     recompile_limit=saved["recompile_limit"], track_source=saved["track_source"], log=log)
     assert not intercept.hooks_installed()
 
 

@@ -33,21 +33,12 @@ from mxnet.base import MXNetError
 import minpy_jit
 from minpy_jit import OpInputError, intercept
 
-from conftest import assert_same, run_both, run_eager
+from conftest import arr, assert_same, rand, run_both, run_eager
 
 THIS_FILE = os.path.abspath(__file__)
 
 
 # ------------------------------------------------------------------ helpers
-
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(dtype)
-
-
-def arr(a):
-    """An eager NDArray holding a copy of numpy array a (same dtype)."""
-    assert not intercept.hooks_installed()
-    return nd.array(a, dtype=a.dtype)
 
 
 def flushes():
@@ -77,14 +68,9 @@ def assert_mxnet_restored():
 
 
 @pytest.fixture(autouse=True)
-def _isolate():
+def _isolate(isolated_runtime):
     """Each test starts with zeroed stats and leaves config and MXNet as it found them."""
-    saved = minpy_jit.config()
-    minpy_jit.reset_stats()
     yield
-    log = ",".join(k for k, on in (("recompiles", saved["log_recompiles"]), ("flushes", saved["log_flushes"])) if on)
-    minpy_jit.config(max_ops=saved["max_ops"], cache_size=saved["cache_size"],
-                     recompile_limit=saved["recompile_limit"], track_source=saved["track_source"], log=log)
     assert_mxnet_restored()
 
 
