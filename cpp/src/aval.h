@@ -54,6 +54,15 @@ inline const char* dtype_name(int flag) {
   }
 }
 
+inline size_t dtype_bytes(int flag) {
+  switch (flag) {
+    case 1: case 6: return 8;
+    case 2: return 2;
+    case 3: case 5: case 7: return 1;
+    default: return 4;
+  }
+}
+
 inline std::string ctx_str(int dev_type, int dev_id) {
   const char* t = dev_type == 2 ? "gpu" : dev_type == 3 ? "cpu_pinned" : dev_type == 5 ? "cpu_shared" : "cpu";
   return std::string(t) + "(" + std::to_string(dev_id) + ")";

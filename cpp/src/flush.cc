@@ -23,7 +23,6 @@ struct FlushingGuard {
   ~FlushingGuard() { ts.flushing = false; }
 };
 
-// Drops the trace's references; dead lazy arrays go back to the pool.
 // Drops the trace's references; dead lazy arrays go back to the pool. The trace is
 // emptied before any reference is released, since a release may run Python code
 // (NDArray.__del__) and let other threads in.
@@ -49,15 +48,6 @@ void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = 
   R->pending -= std::min(R->pending, t.nodes.size());
   t.clear();
   for (PyObject* obj : drop) Py_DECREF(obj);
-}
-
-size_t dtype_bytes(int flag) {
-  switch (flag) {
-    case 1: case 6: return 8;
-    case 2: return 2;
-    case 3: case 5: case 7: return 1;
-    default: return 4;
-  }
 }
 
 // True when an array the trace writes in place shares memory with another array
@@ -95,24 +85,14 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
   return false;
 }
 
-void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
-  Trace& t = ts.trace;
-  if (ts.flushing) return;
-  if (t.nodes.empty()) {
-    release_trace(t);
-    return;
-  }
-  FlushingGuard guard(ts);
-  FlushEvent ev;
-  ev.cause = cause;
-  ev.where = where;
-  ev.nodes = static_cast<int>(t.nodes.size());
-
-  // Graph outputs: live lazy arrays, and arrays written in place.
+// Graph outputs, sorted by value: live lazy arrays, arrays written in place, and one
+// output of every effectful op (random draws, in-place state updates), which must run
+// even when its results are dead -- written into its dead array, or a temporary.
+std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandle>* temps) {
   std::vector<OutputSpec> outputs;
   std::vector<char> is_output(t.values.size(), 0);
   std::vector<NDArrayHandle> dead_handle_of_value(t.values.size(), nullptr);
-  for (auto& kv : t.slots) {
+  for (const auto& kv : t.slots) {
     const Slot& s = kv.second;
     if (s.ours) {
       if (held_elsewhere(static_cast<PyObject*>(s.owner))) {
@@ -126,45 +106,89 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
       is_output[s.value] = 1;
     }
   }
-  // Effectful ops (random draws, in-place state updates) run even when their results are dead.
-  std::vector<NDArrayHandle> temps;
   for (const Node& n : t.nodes) {
-    if (!n.op->effectful && n.mutated.empty()) continue;
-    bool any = false;
-    for (int v : n.out) any |= is_output[v] != 0;
-    if (any) continue;
-    int v = n.out.empty() ? -1 : n.out[0];
-    if (v < 0) continue;
+    if ((!n.op->effectful && n.mutated.empty()) || n.out.empty()) continue;
+    if (std::any_of(n.out.begin(), n.out.end(), [&](int v) { return is_output[v] != 0; })) continue;
+    int v = n.out[0];
     NDArrayHandle h = dead_handle_of_value[v];
     if (!h) {
       h = new_lazy_array(t.values[v].aval);
-      temps.push_back(h);
+      temps->push_back(h);
     }
     outputs.push_back({v, -1, h});
     is_output[v] = 1;
   }
-  if (outputs.empty()) {  // every result is dead and nothing has effects: nothing observable to run
-    ++R->stats.flushes[cause];
-    ev.miss_reason = "nothing live: the recorded ops were dropped";
-    ev.eager = false;
-    R->stats.add_event(std::move(ev));
+  std::sort(outputs.begin(), outputs.end(), [](const OutputSpec& a, const OutputSpec& b) { return a.value < b.value; });
+  return outputs;
+}
+
+// A miss: lower and build the graph, cache it (or an eager-only entry if MXNet refuses
+// it), count it against the scope's recompile limit, and log it if asked.
+std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<OutputSpec>& outputs,
+                                            const Key128& key, const std::string& cause, const std::string& where,
+                                            FlushEvent* ev) {
+  const Trace& t = ts.trace;
+  const std::string site = ts.sites.empty() ? "" : ts.sites.back();
+  ++R->stats.cache_misses;
+  ev->miss_reason = nearest_difference(t, outputs, R->cache.entries(), [](int loc) { return R->sources.str(loc); });
+  LoweredGraph g;
+  std::shared_ptr<Executor> exe;
+  try {
+    exe = compile(t, outputs, &R->nondiff, &g);
+  } catch (const MXError& e) {
+    ev->miss_reason += std::string(" | compile failed, runs eagerly: ") + first_line(e.what());
+    exe = std::make_shared<Executor>();
+    exe->ir = "(runs eagerly: " + first_line(e.what()) + ")";
+  }
+  exe->key = key;
+  exe->site = site;
+  exe->steps = steps_of(t);
+  for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
+  exe->recording = t.recording;
+  exe->training = t.training;
+  if (R->seen_positions.size() > (1u << 20)) R->seen_positions.clear();
+  for (const Node& n : t.nodes) R->seen_positions.insert(n.position);
+  if (exe->op) {
+    char title[160];
+    snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev->key.c_str(),
+             exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
+    exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
+  }
+  R->stats.cache_evictions += R->cache.insert(key, exe);
+  R->stats.compile_ms += exe->compile_ms;
+  ev->compile_ms = exe->compile_ms;
+  ev->graph_nodes = exe->num_nodes;
+  if (ts.site && ++ts.site->compiles > R->cfg.recompile_limit && !ts.site->eager) {
+    ts.site->eager = true;
+    log_line("minpy_jit: WARNING: the jit() scope at " + site + " compiled " + std::to_string(ts.site->compiles) +
+             " different graphs (limit " + std::to_string(R->cfg.recompile_limit) +
+             "); it runs eagerly from now on. Last reason: " + ev->miss_reason);
+  }
+  if (R->cfg.log_recompiles)
+    log_line("minpy_jit: compile " + ev->key + " nodes=" + std::to_string(ev->graph_nodes) + " ms=" +
+             std::to_string(ev->compile_ms) + " at " + where + " (" + cause + "): " + ev->miss_reason);
+  return exe;
+}
+
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  Trace& t = ts.trace;
+  if (ts.flushing) return;
+  if (t.nodes.empty()) {
     release_trace(t);
     return;
   }
-  std::sort(outputs.begin(), outputs.end(), [](const OutputSpec& a, const OutputSpec& b) { return a.value < b.value; });
-  Key128 key = t.key;
-  for (const auto& o : outputs) {
-    key.add(0x0A7ULL + static_cast<uint64_t>(o.value));
-    key.add(static_cast<uint64_t>(o.target_ext + 2));
-  }
-  char keybuf[20];
-  snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
-  ev.key = keybuf;
+  FlushingGuard guard(ts);
+  FlushEvent ev;
+  ev.cause = cause;
+  ev.where = where;
+  ev.nodes = static_cast<int>(t.nodes.size());
+  ++R->stats.flushes[cause];
 
-  std::string site = ts.sites.empty() ? "" : ts.sites.back();
+  std::vector<NDArrayHandle> temps;
+  std::vector<OutputSpec> outputs = collect_outputs(t, &temps);
   std::unordered_set<NDArrayHandle> written;
   for (const auto& o : outputs) written.insert(o.handle);
-  struct Cleanup {
+  struct Cleanup {  // whatever happens below, the trace is released
     ThreadState& ts;
     std::vector<NDArrayHandle>& temps;
     std::unordered_set<NDArrayHandle>& written;
@@ -173,78 +197,53 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
       release_trace(ts.trace, &written);
     }
   } cleanup{ts, temps, written};
+  if (outputs.empty()) {  // every result is dead and nothing has effects: nothing observable to run
+    ev.miss_reason = "nothing live: the recorded ops were dropped";
+    R->stats.add_event(std::move(ev));
+    return;
+  }
 
-  bool site_eager = !site.empty() && R->sites[site].eager;
+  Key128 key = t.key;  // the sequence, plus which of its values are outputs and where they go
+  for (const auto& o : outputs) {
+    key.add(0x0A7ULL + static_cast<uint64_t>(o.value));
+    key.add(static_cast<uint64_t>(o.target_ext + 2));
+  }
+  char keybuf[20];
+  snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
+  ev.key = keybuf;
+
+  bool eager = ts.site && ts.site->eager;
   if (force_eager) {
-    site_eager = true;
+    eager = true;
     ev.miss_reason = "ran eagerly: " + cause;
-  } else if (!site_eager && writes_alias_inputs(t, outputs)) {
-    site_eager = true;
+  } else if (!eager && writes_alias_inputs(t, outputs)) {
+    eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
   }
-  std::shared_ptr<Executor> exe = site_eager ? nullptr : R->cache.find(key);
-  if (exe && exe->op) {
-    ++R->stats.cache_hits;
-    ev.hit = true;
-    ev.graph_nodes = exe->num_nodes;
-  } else if (exe) {
-    ev.miss_reason = "known to run eagerly: " + exe->ir;
-  } else if (!site_eager) {
-    ++R->stats.cache_misses;
-    ev.miss_reason = nearest_difference(t, outputs, R->cache.entries(),
-                                        [](int loc) { return R->sources.str(loc); });
-    LoweredGraph g;
-    try {
-      exe = compile(t, outputs, &R->nondiff, &g);
-    } catch (const MXError& e) {
-      // Cached as an eager-only entry, so the same sequence is not compiled again.
-      ev.miss_reason += std::string(" | compile failed, runs eagerly: ") + first_line(e.what());
-      exe = std::make_shared<Executor>();
-      exe->ir = "(runs eagerly: " + first_line(e.what()) + ")";
-    }
-    if (exe) {
-      exe->key = key;
-      exe->site = site;
-      exe->steps = steps_of(t);
-      for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
-      exe->recording = t.recording;
-      exe->training = t.training;
-      if (R->seen_positions.size() > (1u << 20)) R->seen_positions.clear();
-      for (const Node& n : t.nodes) R->seen_positions.insert(n.position);
-      char title[160];
-      snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev.key.c_str(),
-               exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
-      if (exe->op) exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
-      R->stats.cache_evictions += R->cache.insert(key, exe);
-      R->stats.compile_ms += exe->compile_ms;
-      ev.compile_ms = exe->compile_ms;
+  std::shared_ptr<Executor> exe;
+  if (!eager) {
+    exe = R->cache.find(key);
+    if (exe && exe->op) {
+      ++R->stats.cache_hits;
+      ev.hit = true;
       ev.graph_nodes = exe->num_nodes;
-      if (!site.empty()) {
-        Site& st = R->sites[site];
-        if (++st.compiles > R->cfg.recompile_limit && !st.eager) {
-          st.eager = true;
-          log_line("minpy_jit: WARNING: the jit() scope at " + site + " compiled " + std::to_string(st.compiles) +
-                   " different graphs (limit " + std::to_string(R->cfg.recompile_limit) +
-                   "); it runs eagerly from now on. Last reason: " + ev.miss_reason);
-        }
-      }
+    } else if (exe) {
+      ev.miss_reason = "known to run eagerly: " + exe->ir;
+    } else {
+      exe = compile_and_cache(ts, outputs, key, cause, where, &ev);
     }
-    if (R->cfg.log_recompiles)
-      log_line("minpy_jit: compile " + ev.key + " nodes=" + std::to_string(ev.graph_nodes) + " ms=" +
-               std::to_string(ev.compile_ms) + " at " + where + " (" + cause + "): " + ev.miss_reason);
   }
-  ++R->stats.flushes[cause];
+  ev.eager = true;
   if (exe && exe->op) {
     try {
       run(*exe, t, outputs);
       ++R->stats.executions;
-    } catch (const MXError& e) {
-      ev.eager = true;
+      ev.eager = false;
+    } catch (const MXError&) {
       ++R->stats.eager_replays;
       run_eagerly(t, outputs);  // gives MXNet's own error for the failing op, if any
     }
   } else {
-    ev.eager = true;
     ++R->stats.eager_replays;
     run_eagerly(t, outputs);
   }
