@@ -54,24 +54,37 @@ void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = 
 // it uses (a view: x.reshape, x[1:3]). One graph cannot order such a write against
 // reads through the other handle; eager replay can (MXNet orders them by memory).
 bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
+  struct Array {
+    NDArrayHandle h;
+    const AVal* aval;
+    bool written;
+  };
+  std::vector<Array> arrays;
+  for (const auto& o : outputs)
+    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
+      arrays.push_back({o.handle, &t.values[o.value].aval, true});
+  if (arrays.empty()) return false;
+  for (const auto& v : t.values)
+    if (v.node < 0 && v.ext) arrays.push_back({v.ext, &v.aval, false});
+  // Reading a data pointer allocates a delay-allocated array, and so does the engine op that
+  // first writes it: done concurrently, that races. So let pending writers finish first
+  // (without the GIL: a pending Custom op may need it).
+  {
+    py::gil_scoped_release nogil;
+    for (const auto& a : arrays) MXNDArrayWaitToRead(a.h);
+  }
   struct Range {
     uintptr_t lo, hi;
     NDArrayHandle h;
     bool written;
   };
   std::vector<Range> ranges;
-  auto add = [&](NDArrayHandle h, const AVal& a, bool written) {
+  for (const auto& a : arrays) {
     void* p = nullptr;
-    MXNDArrayGetData(h, &p);
+    MXNDArrayGetData(a.h, &p);
     auto lo = reinterpret_cast<uintptr_t>(p);
-    if (lo) ranges.push_back({lo, lo + static_cast<uintptr_t>(a.size()) * dtype_bytes(a.dtype), h, written});
-  };
-  for (const auto& o : outputs)
-    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
-      add(o.handle, t.values[o.value].aval, true);
-  if (ranges.empty()) return false;
-  for (const auto& v : t.values)
-    if (v.node < 0 && v.ext) add(v.ext, v.aval, false);
+    if (lo) ranges.push_back({lo, lo + static_cast<uintptr_t>(a.aval->size()) * dtype_bytes(a.aval->dtype), a.h, a.written});
+  }
   // Sweep in address order, keeping the ranges still open at each start.
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
   std::vector<const Range*> active;
