@@ -89,26 +89,34 @@ py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std
 
 uint64_t hash_str(const std::string& s) { return hash_bytes(s.data(), s.size()); }
 
-// Records the nodes of a lifted-scalar expansion into the current trace.
+// Appends a node whose signature is known; its source line is captured only at a
+// structurally new position (the only ones a printout or miss explanation shows).
+int append_node(ThreadState& ts, OpInfo& op, std::vector<Attr>&& attrs, uint64_t attr_hash,
+                const std::vector<int>& in, const OpSignature& sig) {
+  Trace& t = ts.trace;
+  int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig.outs, sig.mutable_inputs, -1);
+  if (R->cfg.track_source && !R->seen_positions.count(t.nodes.back().position))
+    t.nodes.back().loc = R->sources.capture();
+  ++R->stats.ops_recorded;
+  ++R->pending;
+  return first;
+}
+
+// Records the nodes of an expansion (lifted scalars, per-weight updates, copyto) into the trace.
 struct TraceEmitter : Emitter {
   ThreadState& ts;
-  int loc;
-  explicit TraceEmitter(ThreadState& t, int l) : ts(t), loc(l) {}
+  explicit TraceEmitter(ThreadState& t) : ts(t) {}
 
   int node(const std::string& name, std::vector<Attr> attrs, std::vector<int> in) override {
     AtomicSymbolCreator creator = nullptr;
     MX_CALL(NNGetOpHandle(name.c_str(), &creator));
     OpInfo& op = op_info(creator);
-    uint64_t h = 0x41;
-    for (const auto& a : attrs) h = mix64(mix64(h ^ hash_str(a.key)) ^ hash_str(a.val));
-    Trace& t = ts.trace;
+    uint64_t h = hash_attrs(attrs);
     std::vector<const AVal*> avals;
-    for (int v : in) avals.push_back(&t.values[v].aval);
-    const OpSignature& sig = R->sigs.lookup(op, attrs, h, avals, t.np_shape);
+    for (int v : in) avals.push_back(&ts.trace.values[v].aval);
+    const OpSignature& sig = R->sigs.lookup(op, attrs, h, avals, ts.trace.np_shape);
     if (!sig.recordable) throw MXError("lifted form " + name + " is not recordable: " + sig.why_not);
-    ++R->pending;
-    ++R->stats.ops_recorded;
-    return t.add_node(&op, std::move(attrs), h, in, sig.outs, sig.mutable_inputs, loc);
+    return append_node(ts, op, std::move(attrs), h, in, sig);
   }
 
   int constant(double v, int like) override {
@@ -152,9 +160,21 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
   return s.hot;
 }
 
-py::object eager(const py::args& args, const std::string& cause) {
-  flush_all(cause);
+// _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
+py::object record_call(ThreadState& ts, const py::args& args);
+
+// Runs the call through MXNet's own imperative path (after flushing), counted by op and reason.
+py::object fallback(const py::args& args, const OpInfo& op, const std::string& why) {
+  ++R->stats.fallbacks[op.name];
+  ++R->stats.fallback_reasons[op.name + ": " + why];
+  flush_all("eager op " + op.name);
   return R->orig_invoke(*args);
+}
+
+// A call that needs one of its inputs materialised first: flush, then record it again.
+py::object flush_and_retry(ThreadState& ts, const OpInfo& op, const py::args& args) {
+  flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
+  return record_call(ts, args);
 }
 
 std::string str_of(PyObject* v) {
@@ -172,8 +192,6 @@ std::string str_of(PyObject* v) {
   return out;
 }
 
-// _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
-py::object record_call(ThreadState& ts, const py::args& args);
 
 py::object invoke(py::args args) {
   ThreadState& ts = me();
@@ -207,35 +225,26 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   if (t.empty()) t.start(rec, train, np_shape);
 
   std::vector<Attr> attrs;
-  uint64_t attr_hash = 0x41;
   Py_ssize_t nk = PyList_Check(keys) ? PyList_GET_SIZE(keys) : PySequence_Size(keys);
   attrs.reserve(nk);
   for (Py_ssize_t i = 0; i < nk; ++i) {
     py::object k = py::reinterpret_steal<py::object>(PySequence_GetItem(keys, i));
     py::object v = py::reinterpret_steal<py::object>(PySequence_GetItem(vals, i));
-    Attr a{str_of(k.ptr()), str_of(v.ptr())};
-    attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
-    attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
-    attrs.push_back(std::move(a));
+    attrs.push_back({str_of(k.ptr()), str_of(v.ptr())});
   }
 
   // Variadic ops (concat, stack, add_n): eager MXNet fills in the input count; so must we.
-  Py_ssize_t n_nd = PySequence_Size(ndargs);
+  Py_ssize_t nin = PySequence_Size(ndargs);
   if (!op.var_num_args.empty() &&
-      std::none_of(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.key == op.var_num_args; })) {
-    Attr a{op.var_num_args, std::to_string(n_nd)};
-    attr_hash = mix64(attr_hash ^ hash_bytes(a.key.data(), a.key.size()));
-    attr_hash = mix64(attr_hash ^ hash_bytes(a.val.data(), a.val.size()));
-    attrs.push_back(std::move(a));
-  }
+      std::none_of(attrs.begin(), attrs.end(), [&](const Attr& a) { return a.key == op.var_num_args; }))
+    attrs.push_back({op.var_num_args, std::to_string(nin)});
+  uint64_t attr_hash = hash_attrs(attrs);
 
   // Ops whose symbolic form MXNet 1.9.1 cannot build (composing reset_arrays segfaults inside
   // nnvm; the multi-tensor optimizer ops other than multi_sgd_* lack symbolic inference).
   if (op.name == "reset_arrays" || (op.name.rfind("multi_", 0) == 0 && !needs_expansion(op.name)) ||
       op.name.rfind("_multi_", 0) == 0 || op.name.rfind("preloaded_multi_", 0) == 0) {
-    ++R->stats.fallbacks[op.name];
-    ++R->stats.fallback_reasons[op.name + ": no symbolic form in MXNet 1.9.1"];
-    return eager(args, "eager op " + op.name);
+    return fallback(args, op, "no symbolic form in MXNet 1.9.1");
   }
 
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
@@ -243,13 +252,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       (op.name == "cast_storage" && std::any_of(attrs.begin(), attrs.end(), [](const Attr& a) {
          return a.key == "stype" && a.val != "default";
        }))) {
-    ++R->stats.fallbacks[op.name];
-    ++R->stats.fallback_reasons[op.name + ": sparse output"];
-    return eager(args, "eager op " + op.name);
+    return fallback(args, op, "sparse output");
   }
 
   // Inputs: the value each array holds now; new arrays become external inputs.
-  Py_ssize_t nin = PySequence_Size(ndargs);
   std::vector<int> in(nin);
   std::vector<PyObject*> in_objs(nin);
   for (Py_ssize_t i = 0; i < nin; ++i) {
@@ -267,9 +273,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       continue;
     }
     if (stype_of(h) != 0) {
-      ++R->stats.fallbacks[op.name];
-      ++R->stats.fallback_reasons[op.name + ": sparse input"];
-      return eager(args, "eager op " + op.name);
+      return fallback(args, op, "sparse input");
     }
     Slot* slot = nullptr;
     in[i] = t.value_of(h, nullptr, &slot);
@@ -288,7 +292,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     bool same_place = target.dev_type == src.dev_type && target.dev_id == src.dev_id &&
                       (it != t.slots.end() || stype_of(h) == 0);
     if (same_place && target.ndim == src.ndim && std::equal(src.dims, src.dims + src.ndim, target.dims)) {
-      TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
+      TraceEmitter em(ts);
       int v = target.dtype == src.dtype ? em.node("_copy", {}, {in[0]})
                                         : em.node("Cast", {{"dtype", dtype_name(target.dtype)}}, {in[0]});
       t.note_user_op(op.hash);
@@ -301,11 +305,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   if (hot || needs_expansion(op.name)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (int v : in)
-        if (t.values[v].node >= 0) {
-          flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
-          return record_call(ts, args);
-        }
-    TraceEmitter em(ts, R->cfg.track_source ? R->sources.capture() : -1);
+        if (t.values[v].node >= 0) return flush_and_retry(ts, op, args);
+    TraceEmitter em(ts);
     std::vector<int> outs;
     std::vector<std::pair<int, int>> updates;
     bool done = hot ? expand_lifted(op.name, attrs, in, em, &outs, &updates)
@@ -317,63 +318,37 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
 
-  const OpSignature* sig;
-  try {
-    sig = &R->sigs.lookup(op, attrs, attr_hash, in_avals, np_shape);
-  } catch (const OpInputError& e) {
-    PyErr_SetString(R->error_cls.ptr(), e.what());
-    throw py::error_already_set();
-  }
-  if (!sig->recordable) {
-    ++R->stats.fallbacks[op.name];
-    ++R->stats.fallback_reasons[op.name + ": " + sig->why_not];
-    return eager(args, "eager op " + op.name);
-  }
+  const OpSignature* sig = &R->sigs.lookup(op, attrs, attr_hash, in_avals, np_shape);  // may throw OpInputError
+  if (!sig->recordable) return fallback(args, op, sig->why_not);
 
   // out=: the written arrays must match what the op produces.
   std::vector<PyObject*> out_objs = out_arrays(out);
   if (!out_objs.empty()) {
-    if (out_objs.size() != sig->outs.size()) {
-      PyErr_SetString(R->error_cls.ptr(), ("operator '" + op.name + "' produces " + std::to_string(sig->outs.size()) +
-                                           " outputs but out= gave " + std::to_string(out_objs.size()))
-                                              .c_str());
-      throw py::error_already_set();
-    }
+    if (out_objs.size() != sig->outs.size())
+      throw OpInputError("operator '" + op.name + "' produces " + std::to_string(sig->outs.size()) +
+                         " outputs but out= gave " + std::to_string(out_objs.size()));
     for (size_t i = 0; i < out_objs.size(); ++i) {
       NDArrayHandle h = handle_of(out_objs[i]);
       auto it = t.slots.find(h);
       AVal have = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
       const AVal& want = sig->outs[i];
       if (have.dev_type != want.dev_type || have.dev_id != want.dev_id || (it == t.slots.end() && stype_of(h) != 0)) {
-        ++R->stats.fallbacks[op.name];
-        ++R->stats.fallback_reasons[op.name + ": out= on another context or storage"];
-        return eager(args, "eager op " + op.name);
+        return fallback(args, op, "out= on another context or storage");
       }
       if (have.ndim != want.ndim || have.size() != want.size() || have.dtype != want.dtype ||
           !std::equal(have.dims, have.dims + have.ndim, want.dims)) {
-        PyErr_SetString(R->error_cls.ptr(),
-                        ("operator '" + op.name + "': out= array " + std::to_string(i) + " has shape " +
-                         have.shape_str() + " " + dtype_name(have.dtype) + " but the result is " + want.shape_str() +
-                         " " + dtype_name(want.dtype))
-                            .c_str());
-        throw py::error_already_set();
+        throw OpInputError("operator '" + op.name + "': out= array " + std::to_string(i) + " has shape " +
+                           have.shape_str() + " " + dtype_name(have.dtype) + " but the result is " +
+                           want.shape_str() + " " + dtype_name(want.dtype));
       }
     }
   }
 
   // An op that updates an input in place needs that input materialised first.
-  for (int mi : sig->mutable_inputs) {
-    if (mi < nin && t.values[in[mi]].node >= 0) {
-      flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
-      return record_call(ts, args);
-    }
-  }
+  for (int mi : sig->mutable_inputs)
+    if (mi < nin && t.values[in[mi]].node >= 0) return flush_and_retry(ts, op, args);
 
-  int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig->outs, sig->mutable_inputs, -1);
-  if (R->cfg.track_source && !R->seen_positions.count(t.nodes.back().position))
-    t.nodes.back().loc = R->sources.capture();
-  ++R->stats.ops_recorded;
-  ++R->pending;
+  int first = append_node(ts, op, std::move(attrs), attr_hash, in, *sig);
   t.note_user_op(op.hash);
   std::vector<int> outs;
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));

@@ -37,6 +37,16 @@ struct Attr {
   bool operator==(const Attr& o) const { return key == o.key && val == o.val; }
 };
 
+// The attributes' contribution to an op signature and to the trace key.
+inline uint64_t hash_attrs(const std::vector<Attr>& attrs) {
+  uint64_t h = 0x41;
+  for (const auto& a : attrs) {
+    h = mix64(h ^ hash_bytes(a.key.data(), a.key.size()));
+    h = mix64(h ^ hash_bytes(a.val.data(), a.val.size()));
+  }
+  return h;
+}
+
 struct Node {
   const OpInfo* op = nullptr;
   std::vector<Attr> attrs;
