@@ -13,7 +13,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import mxnet as mx  # noqa: E402
 import mxnet.ndarray.register as _register  # noqa: E402
 import numpy as np  # noqa: E402
 from mxnet import gluon, nd  # noqa: E402

@@ -40,11 +40,10 @@ def to_python(graph, name=None):
             continue
         outs = ", ".join("v%d" % (s["value"] + i) for i in range(s["nout"]))
         args = ["v%d" % v for v in s["in"]] + ["%s=%r" % (k, v) for k, v in s["attrs"]]
-        lhs = outs if s["nout"] == 1 else "(%s,)" % outs if s["nout"] == 1 else outs
         call = "_op(%r)(%s)" % (s["op"], ", ".join(args))
         if s["nout"] > 1:
             call += "[:%d]" % s["nout"]
-        lines.append("    %s = %s   # %s %s" % (lhs, call, tuple(s["shape"]), s["dtype"]))
+        lines.append("    %s = %s   # %s %s" % (outs, call, tuple(s["shape"]), s["dtype"]))
     lines.append("    return (%s)" % "".join("v%d, " % v for v, _ in graph["outputs"]))
     return "\n".join(lines) + "\n"
 

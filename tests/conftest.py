@@ -176,3 +176,25 @@ def isolated_runtime():
     yield
     minpy_jit.config(**saved)  # config() round-trips: it returns exactly the options it accepts
     assert not intercept.hooks_installed()
+
+
+def run_threads(*targets):
+    """Runs each target on its own thread; re-raises the first exception in the caller."""
+    import threading
+    errors = []
+
+    def wrap(t):
+        def run():
+            try:
+                t()
+            except BaseException as e:  # noqa: B902 - reported in the main thread
+                errors.append(e)
+        return run
+    threads = [threading.Thread(target=wrap(t)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    if errors:
+        raise errors[0]

@@ -8,8 +8,6 @@ import contextlib
 import io
 import os
 import queue
-import sys
-import threading
 
 import mxnet as mx
 import numpy as np
@@ -20,7 +18,7 @@ from mxnet.base import MXNetError
 import minpy_jit
 from minpy_jit import intercept
 
-from conftest import arr, assert_same, here, rand, run_eager
+from conftest import arr, assert_same, here, rand, run_eager, run_threads
 
 THIS = os.path.basename(__file__)
 
@@ -290,7 +288,7 @@ def test_arrays_shared_between_threads():
     (from another thread)'); B sees the value from before A's later write; A's results are right."""
     x = arr(rand(5, 4, seed=11))
     handoff, used = queue.Queue(), queue.Queue()
-    res, errors = {}, []
+    res = {}
 
     def producer():
         try:
@@ -301,9 +299,9 @@ def test_arrays_shared_between_threads():
                 y += 10
                 res["y2"] = y * 2
             res["y"] = y
-        except BaseException as e:  # noqa: B902 - reported in the main thread
-            errors.append(e)
-            handoff.put(None)
+        except BaseException:
+            handoff.put(None)  # unblock the consumer; run_threads re-raises
+            raise
 
     def consumer():
         try:
@@ -312,19 +310,10 @@ def test_arrays_shared_between_threads():
             with minpy_jit.jit():
                 res["jit"] = nd.sigmoid(y) * 2
             res["eager_np"] = res["eager"].asnumpy()
-        except BaseException as e:  # noqa: B902
-            errors.append(e)
         finally:
             used.put(1)
 
-    threads = [threading.Thread(target=producer), threading.Thread(target=consumer)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
-    if errors:
-        raise errors[0]
+    run_threads(producer, consumer)
     ye = run_eager(lambda x: nd.tanh(x * 3) + 1, x)
     assert_same((nd.relu(ye - 1.5), (nd.relu(ye - 1.5)).asnumpy(), nd.sigmoid(ye) * 2),
                 (res["eager"], res["eager_np"], res["jit"]))

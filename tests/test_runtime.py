@@ -33,7 +33,7 @@ from mxnet.base import MXNetError
 import minpy_jit
 from minpy_jit import OpInputError, intercept
 
-from conftest import arr, assert_same, rand, run_both, run_eager
+from conftest import arr, assert_same, rand, run_both, run_eager, run_threads
 
 THIS_FILE = os.path.abspath(__file__)
 
@@ -420,25 +420,6 @@ def _work_b(x):
     return x, seen
 
 
-def _run_threads(*targets):
-    errors = []
-
-    def wrap(t):
-        def run():
-            try:
-                t()
-            except BaseException as e:  # noqa: B902 - reported in the main thread
-                errors.append(e)
-        return run
-    threads = [threading.Thread(target=wrap(t)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
-    if errors:
-        raise errors[0]
-
 
 def test_thread_isolation_jit_and_eager_concurrently():
     A, B = rand(8, 8, seed=13), rand(8, 8, seed=14)
@@ -467,7 +448,7 @@ def test_thread_isolation_jit_and_eager_concurrently():
         res["b"], res["seen"] = _work_b(xb)
         barrier.wait()
 
-    _run_threads(thread_a, thread_b)
+    run_threads(thread_a, thread_b)
     assert minpy_jit.stats()["ops_recorded"] == ops_a
     assert_same(exp_a, res["a"])
     assert_same((exp_b, exp_seen), (res["b"], res["seen"]))
@@ -490,7 +471,7 @@ def test_two_jit_threads_concurrently():
             barrier.wait()
             res["b"] = _work_b(xb)[0]
 
-    _run_threads(thread_a, thread_b)
+    run_threads(thread_a, thread_b)
     assert_same((exp_a, exp_b), (res["a"], res["b"]))
 
 
@@ -514,7 +495,7 @@ def test_array_made_in_jit_thread_read_in_other_thread():
         res["read_nd"] = y[2:4].asnumpy()
         done.set()
 
-    _run_threads(producer, consumer)
+    run_threads(producer, consumer)
     assert_same(expected.asnumpy(), res["read"])
     assert_same(expected[2:4].asnumpy(), res["read_nd"])
     assert_same(expected, res["y"])
@@ -569,7 +550,7 @@ def test_cross_thread_flush_in_lockstep():
         res["b"] = x
 
     minpy_jit.reset_stats()
-    _run_threads(thread_a, thread_b)
+    run_threads(thread_a, thread_b)
     st = minpy_jit.stats()
     assert st["ops_recorded"] == res["ops_a"]
     assert any("another thread" in c for c in st["flushes"]), st["flushes"]

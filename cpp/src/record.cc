@@ -59,8 +59,7 @@ py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std
       }
       auto it = t.slots.find(h);
       if (it == t.slots.end()) {
-        Slot& s = t.bind(h, outs[i], false, out_objs[i]);
-        s.ext_value = -1;
+        t.bind(h, outs[i], false, out_objs[i]);
         Py_INCREF(out_objs[i]);
       } else {
         it->second.value = outs[i];

@@ -53,12 +53,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
 
 Slot& Trace::bind(NDArrayHandle h, int value, bool ours, void* owner) {
   Slot& s = slots[h];
-  s.value = value;
-  if (ours) {
-    s.ours = true;
-    s.owner = owner;
-  }
-  if (!s.owner) s.owner = owner;
+  s = Slot{value, -1, owner, ours};
   return s;
 }
 

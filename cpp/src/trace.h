@@ -104,7 +104,8 @@ class Trace {
   int add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_hash, const std::vector<int>& in,
                const std::vector<AVal>& outs, const std::vector<int>& mutated_inputs, int loc);
 
-  // Points an array's slot at a new value (an in-place write or a fresh output).
+  // A slot for an array the trace has not seen: a new lazy output (ours), or an existing
+  // array written before it was read. Its old contents are no input (ext_value -1).
   Slot& bind(NDArrayHandle h, int value, bool ours, void* owner);
 
   void clear() {
