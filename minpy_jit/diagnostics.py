@@ -11,7 +11,8 @@ def stats():
 
     ops_recorded, flushes {cause: n}, cache_hits, cache_misses, cache_evictions,
     graphs_cached, compile_ms, executions, eager_replays, fallbacks {op: n},
-    fallback_reasons {"op: why": n}, shape_inferences, sites {site: {compiles, eager}}.
+    fallback_reasons {"op: why": n}, shape_inferences, fused_kernels (our kernels in
+    compiled graphs), fused_ops (the recorded ops they replace), sites {site: {compiles, eager}}.
     """
     return _core.stats()
 
@@ -44,6 +45,8 @@ def config(**options):
     recompile_limit: distinct graphs per jit() site before it runs eagerly (default 8)
     track_source: remember the user line of every recorded op (default True)
     log: "recompiles", "flushes", "all" or "" -- same as MINPY_JIT_LOG
+    fuse: run elementwise chains and optimizer updates in our own kernels (default True;
+          False gives MXNet's kernels everywhere, bit for bit; changing it empties the cache)
     """
     if "log" in options:
         set_log(options.pop("log"))

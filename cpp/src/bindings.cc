@@ -57,6 +57,8 @@ py::dict stats_dict() {
   d["fallbacks"] = py::cast(s.fallbacks);
   d["fallback_reasons"] = py::cast(s.fallback_reasons);
   d["shape_inferences"] = R->sigs.inferences;
+  d["fused_kernels"] = s.fused_kernels;
+  d["fused_ops"] = s.fused_ops;
   py::dict sites;
   for (auto& kv : R->sites)
     if (kv.second.compiles) sites[py::str(kv.first)] = py::dict(py::arg("compiles") = kv.second.compiles,
@@ -173,6 +175,11 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "log_recompiles") R->cfg.log_recompiles = v.cast<bool>();
       else if (k == "log_flushes") R->cfg.log_flushes = v.cast<bool>();
       else if (k == "pool_per_aval") R->cfg.pool_per_aval = v.cast<size_t>();
+      else if (k == "fuse") {
+        bool f = v.cast<bool>();
+        if (f != R->cfg.fuse) R->cache.clear();  // cached graphs were built under the other setting
+        R->cfg.fuse = f;
+      }
       else throw py::key_error("unknown minpy_jit option: " + k);
     }
   });
@@ -185,6 +192,10 @@ PYBIND11_MODULE(_core, m) {
     d["log_recompiles"] = R->cfg.log_recompiles;
     d["log_flushes"] = R->cfg.log_flushes;
     d["pool_per_aval"] = R->cfg.pool_per_aval;
+    d["fuse"] = R->cfg.fuse;
     return d;
   });
+  // The kernel library (cpp/kernels) was loaded into MXNet from this path: fusion may use it.
+  m.def("set_kernels", [](const std::string& path) { R->kernels = path; });
+  m.def("kernels", []() { return R->kernels; });
 }

@@ -42,10 +42,10 @@ std::string nondiff_op_in(const std::string& msg) {
 }  // namespace
 
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
-                                  std::unordered_set<std::string>* nondiff, LoweredGraph* lowered_out) {
+                                  std::unordered_set<std::string>* nondiff, bool fuse, LoweredGraph* lowered_out) {
   auto t0 = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
-    LoweredGraph g = lower(trace, outputs, *nondiff);
+    LoweredGraph g = lower(trace, outputs, *nondiff, fuse);
     SymbolHandle sym = nullptr;
     MX_CALL(MXSymbolCreateFromJSON(g.json.c_str(), &sym));
     const char* keys[] = {"static_alloc", "static_shape"};
@@ -58,6 +58,10 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
       std::string bad = nondiff_op_in(msg);
       if (!bad.empty() && !nondiff->count(bad) && attempt < 64) {
         nondiff->insert(bad);
+        continue;
+      }
+      if (fuse && !g.fusion.units.empty()) {  // never lose a graph to our kernels: build it without them
+        fuse = false;
         continue;
       }
       throw MXError("building the graph failed: " + msg);

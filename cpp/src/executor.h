@@ -37,7 +37,8 @@ struct Executor {
 // Builds a CachedOp from a lowered graph. Learns non-differentiable ops from
 // MXNet's refusal ("... is non-differentiable ...") and retries with BlockGrad.
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
-                                  std::unordered_set<std::string>* nondifferentiable, LoweredGraph* lowered_out);
+                                  std::unordered_set<std::string>* nondifferentiable, bool fuse,
+                                  LoweredGraph* lowered_out);
 
 // Runs an executor on the trace's arrays under the trace's autograd state.
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);

@@ -147,7 +147,9 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
   LoweredGraph g;
   std::shared_ptr<Executor> exe;
   try {
-    exe = compile(t, outputs, &R->nondiff, &g);
+    exe = compile(t, outputs, &R->nondiff, R->cfg.fuse && !R->kernels.empty(), &g);
+    R->stats.fused_kernels += g.fusion.units.size();
+    for (const auto& u : g.fusion.units) R->stats.fused_ops += u.members.size();
   } catch (const MXError& e) {
     ev->miss_reason += std::string(" | compile failed, runs eagerly: ") + first_line(e.what());
     exe = std::make_shared<Executor>();

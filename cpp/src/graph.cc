@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 namespace minpy {
 
@@ -79,15 +80,88 @@ std::vector<std::vector<int>> control_edges(const Trace& t, const std::vector<ch
 
 }  // namespace
 
+namespace {
+
+// The order units (single nodes, or fused groups) are emitted in: trace order where
+// possible, producers first. A fused unit's members may be far apart in the trace, so
+// a consumer of its first member can come before its last one; dataflow decides.
+std::vector<int> unit_order(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& deps,
+                            const FusionPlan& plan) {
+  const int N = static_cast<int>(t.nodes.size());
+  std::vector<std::vector<int>> members(plan.units.size());
+  for (int n = 0; n < N; ++n)
+    if (plan.unit_of_node[n] >= 0) members[plan.unit_of_node[n]].push_back(n);
+  auto unit_of = [&](int n) { return plan.unit_of_node[n] >= 0 ? N + plan.unit_of_node[n] : n; };
+  auto preds = [&](int u) {
+    std::vector<int> ps;
+    auto add_node = [&](int m) {
+      for (int v : t.nodes[m].in)
+        if (t.values[v].node >= 0) ps.push_back(unit_of(t.values[v].node));
+      for (int d : deps[m])
+        if (d >= 0) ps.push_back(unit_of(d));
+    };
+    if (u < N) add_node(u);
+    else
+      for (int m : members[u - N]) add_node(m);
+    std::sort(ps.begin(), ps.end());
+    ps.erase(std::unique(ps.begin(), ps.end()), ps.end());
+    ps.erase(std::remove(ps.begin(), ps.end(), u), ps.end());
+    return ps;
+  };
+  std::vector<char> state(N + plan.units.size(), 0);  // 0 new, 1 expanded, 2 emitted
+  std::vector<int> order;
+  std::vector<std::pair<int, bool>> stack;
+  for (int n = 0; n < N; ++n) {
+    if (!live[n]) continue;
+    stack.push_back({unit_of(n), false});
+    while (!stack.empty()) {
+      auto [u, expanded] = stack.back();
+      stack.pop_back();
+      if (state[u] == 2) continue;
+      std::vector<int> ps = preds(u);
+      if (expanded) {
+        for (int p : ps)
+          if (state[p] != 2) throw std::logic_error("fusion made the graph cyclic");
+        state[u] = 2;
+        order.push_back(u);
+        continue;
+      }
+      if (state[u] == 1) throw std::logic_error("fusion made the graph cyclic");
+      state[u] = 1;
+      stack.push_back({u, true});
+      for (auto p = ps.rbegin(); p != ps.rend(); ++p)
+        if (state[*p] != 2) stack.push_back({*p, false});
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
 LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
-                   const std::unordered_set<std::string>& nondifferentiable) {
+                   const std::unordered_set<std::string>& nondifferentiable, bool fuse) {
   LoweredGraph g;
   std::vector<char> live = live_nodes(t, outputs);
   std::vector<std::vector<int>> deps = control_edges(t, live, outputs);
+  const int N = static_cast<int>(t.nodes.size());
+  FusionPlan& plan = g.fusion;
+  plan.unit_of_node.assign(N, -1);
+  if (fuse) {
+    std::vector<char> escapes(t.values.size(), 0);
+    for (const auto& o : outputs) escapes[o.value] = 1;
+    plan = plan_fusion(t, live, deps, escapes);
+  }
+  std::vector<int> order;
+  try {
+    order = unit_order(t, live, deps, plan);
+  } catch (const std::logic_error&) {  // a planner bug must cost speed, not correctness
+    plan = FusionPlan{{}, std::vector<int>(N, -1)};
+    order = unit_order(t, live, deps, plan);
+  }
 
   // JSON entry (node id, output index) of every value emitted so far.
   std::vector<std::pair<int, int>> entry(t.values.size(), {-1, 0});
-  std::vector<int> json_of_node(t.nodes.size(), -1);
+  std::vector<int> json_of_unit(N + plan.units.size(), -1);
   std::vector<int> row_ptr{0};
   std::vector<int> arg_nodes;
   std::string nodes;
@@ -105,11 +179,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     row_ptr.push_back(row_ptr.back() + num_outputs);
     return next++;
   };
+  auto unit_of = [&](int n) { return plan.unit_of_node[n] >= 0 ? N + plan.unit_of_node[n] : n; };
 
   // CachedOp refuses a graph without inputs (zeros, random draws): give it a dummy one,
   // attached by a control dependency to the first node.
   bool has_input = false;
-  for (size_t n = 0; n < t.nodes.size() && !has_input; ++n)
+  for (int n = 0; n < N && !has_input; ++n)
     if (live[n])
       for (int v : t.nodes[n].in) has_input |= t.values[v].node < 0;
   int dummy = -1;
@@ -121,11 +196,21 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     dummy = end_node(1);
   }
 
-  for (size_t n = 0; n < t.nodes.size(); ++n) {
-    if (!live[n]) continue;
-    const Node& node = t.nodes[n];
-    if (dummy >= 0 && g.kept_nodes.empty()) deps[n].push_back(-1);
-    for (int v : node.in) {  // variables appear just before their first reader
+  for (int u : order) {
+    const bool fused = u >= N;
+    const FusedUnit* fu = fused ? &plan.units[u - N] : nullptr;
+    const Node* node = fused ? nullptr : &t.nodes[u];
+    const std::vector<int>& in = fused ? fu->in : node->in;
+    const std::vector<int>& out = fused ? fu->out : node->out;
+    const std::vector<Attr>& attrs = fused ? fu->attrs : node->attrs;
+    std::vector<int> ctrl;  // JSON ids this unit must follow
+    if (dummy >= 0 && g.items.empty()) ctrl.push_back(dummy);
+    for (int m : fused ? fu->members : std::vector<int>{u})
+      for (int d : deps[m])
+        if (d >= 0 && unit_of(d) != u) ctrl.push_back(json_of_unit[unit_of(d)]);
+    std::sort(ctrl.begin(), ctrl.end());
+    ctrl.erase(std::unique(ctrl.begin(), ctrl.end()), ctrl.end());
+    for (int v : in) {  // variables appear just before their first reader
       if (entry[v].first >= 0) continue;
       begin_node("null", "v" + std::to_string(v));
       nodes += ",\"inputs\":[]";
@@ -133,41 +218,41 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       g.input_values.push_back(v);
       entry[v] = {end_node(1), 0};
     }
-    begin_node(node.op->name.c_str(), "n" + std::to_string(n));
+    const std::string name = fused ? "f" + std::to_string(u - N) : "n" + std::to_string(u);
+    begin_node(fused ? fu->op.c_str() : node->op->name.c_str(), name);
     nodes += ",\"attrs\":{";
-    for (size_t a = 0; a < node.attrs.size(); ++a) {
+    for (size_t a = 0; a < attrs.size(); ++a) {
       if (a) nodes += ',';
-      json_str(nodes, node.attrs[a].key);
+      json_str(nodes, attrs[a].key);
       nodes += ':';
-      json_str(nodes, node.attrs[a].val);
+      json_str(nodes, attrs[a].val);
     }
     nodes += "},\"inputs\":[";
-    for (size_t i = 0; i < node.in.size(); ++i) {
+    for (size_t i = 0; i < in.size(); ++i) {
       if (i) nodes += ',';
-      nodes += "[" + std::to_string(entry[node.in[i]].first) + "," + std::to_string(entry[node.in[i]].second) + ",0]";
+      nodes += "[" + std::to_string(entry[in[i]].first) + "," + std::to_string(entry[in[i]].second) + ",0]";
     }
     nodes += "]";
-    if (!deps[n].empty()) {
+    if (!ctrl.empty()) {
       nodes += ",\"control_deps\":[";
-      for (size_t d = 0; d < deps[n].size(); ++d) {
-        if (d) nodes += ',';
-        nodes += std::to_string(deps[n][d] < 0 ? dummy : json_of_node[deps[n][d]]);
-      }
+      for (size_t d = 0; d < ctrl.size(); ++d) nodes += (d ? "," : "") + std::to_string(ctrl[d]);
       nodes += "]";
     }
-    int id = end_node(static_cast<int>(node.out.size()));
-    json_of_node[n] = id;
-    g.kept_nodes.push_back(static_cast<int>(n));
+    int id = end_node(static_cast<int>(out.size()));
+    json_of_unit[u] = id;
+    g.items.push_back(u);
     ++g.num_nodes;
-    bool block = nondifferentiable.count(node.op->name) > 0;
-    for (size_t o = 0; o < node.out.size(); ++o) {
+    // Our kernels and MXNet's optimizer updates have no gradient; CachedOp builds a
+    // backward graph anyway, so their outputs go through BlockGrad.
+    bool block = fused || nondifferentiable.count(node->op->name) > 0;
+    for (size_t o = 0; o < out.size(); ++o) {
       if (!block) {
-        entry[node.out[o]] = {id, static_cast<int>(o)};
+        entry[out[o]] = {id, static_cast<int>(o)};
         continue;
       }
-      begin_node("BlockGrad", "n" + std::to_string(n) + "_nograd" + std::to_string(o));
+      begin_node("BlockGrad", name + "_nograd" + std::to_string(o));
       nodes += ",\"inputs\":[[" + std::to_string(id) + "," + std::to_string(o) + ",0]]";
-      entry[node.out[o]] = {end_node(1), 0};
+      entry[out[o]] = {end_node(1), 0};
     }
   }
 
@@ -194,16 +279,29 @@ std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector
   for (int v : g.input_values)
     if (v < 0) os << "  " << pad("%dummy = input", 48) << "(1,) float32  (stand-in: the graph has no inputs)\n";
     else os << "  " << pad("%" + std::to_string(v) + " = input", 48) << aval_str(t.values[v].aval) << "\n";
-  for (int n : g.kept_nodes) {
-    const Node& node = t.nodes[n];
-    std::string lhs;
-    for (size_t o = 0; o < node.out.size(); ++o) lhs += (o ? ", %" : "%") + std::to_string(node.out[o]);
+  const int N = static_cast<int>(t.nodes.size());
+  auto values_str = [](const std::vector<int>& vs) {
+    std::string s;
+    for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", %" : "%") + std::to_string(vs[i]);
+    return s;
+  };
+  for (int u : g.items) {
+    if (u >= N) {  // a fused unit: its ops, then (elementwise) the program it runs
+      const FusedUnit& fu = g.fusion.units[u - N];
+      std::string line = pad(values_str(fu.out) + " = " + fu.op + "(" + values_str(fu.in) + ")", 48) +
+                         aval_str(t.values[fu.out[0]].aval);
+      os << "  " << pad(line, 72) << "# " << fu.summary << "\n";
+      for (const auto& a : fu.attrs)
+        if (a.key == "program") os << "      program: " << a.val << "\n";
+      continue;
+    }
+    const Node& node = t.nodes[u];
     std::string rhs = node.op->name + "(";
     for (size_t i = 0; i < node.in.size(); ++i) rhs += (i ? ", %" : "%") + std::to_string(node.in[i]);
     for (size_t a = 0; a < node.attrs.size(); ++a)
       rhs += ((node.in.empty() && a == 0) ? "" : ", ") + node.attrs[a].key + "=" + node.attrs[a].val;
     rhs += ")";
-    std::string line = pad(lhs + " = " + rhs, 48) + aval_str(t.values[node.out[0]].aval);
+    std::string line = pad(values_str(node.out) + " = " + rhs, 48) + aval_str(t.values[node.out[0]].aval);
     std::string where = node.loc >= 0 ? loc_str(node.loc) : "";
     os << "  " << (where.empty() ? line : pad(line, 72) + "# " + where) << "\n";
   }

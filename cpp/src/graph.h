@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fuse.h"
 #include "trace.h"
 
 namespace minpy {
@@ -29,12 +30,14 @@ struct OutputSpec {
 struct LoweredGraph {
   std::string json;
   std::vector<int> input_values;  // value id of each graph variable, in JSON variable order
-  std::vector<int> kept_nodes;    // trace node ids kept, in order
+  // Emitted units in order: a trace node id, or trace size + index into fusion.units.
+  std::vector<int> items;
+  FusionPlan fusion;
   int num_nodes = 0;              // operator nodes (BlockGrad wrappers excluded)
 };
 
 LoweredGraph lower(const Trace& trace, const std::vector<OutputSpec>& outputs,
-                   const std::unordered_set<std::string>& nondifferentiable);
+                   const std::unordered_set<std::string>& nondifferentiable, bool fuse);
 
 // The graph as text: one line per node, `%7 = relu(%6)  (32, 32) float32  # train.py:41`.
 std::string print_graph(const Trace& trace, const LoweredGraph& g, const std::vector<OutputSpec>& outputs,

@@ -28,6 +28,7 @@ struct Config {
   int recompile_limit = 8;   // distinct graphs per scope site before it runs eagerly
   bool track_source = true;
   bool log_recompiles = false, log_flushes = false;
+  bool fuse = true;  // run elementwise chains and optimizer updates in our own kernels (fuse.h)
 };
 
 struct Site;
@@ -67,6 +68,7 @@ struct Runtime {
   Config cfg;
   std::vector<ThreadState*> threads, spare_states;
   std::mutex threads_mu;
+  std::string kernels;  // path of the kernel library MXNet loaded, "" until then (fusion needs it)
   size_t pending = 0;  // recorded, unflushed ops over all threads
 };
 

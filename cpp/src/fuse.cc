@@ -1,0 +1,431 @@
+#include "fuse.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+
+namespace minpy {
+
+namespace {
+
+enum Kind { kNone, kUnary, kScalar, kBinary, kClip, kSplit, kSlice, kUpdate };
+
+struct Rule {
+  Kind kind;
+  const char* instr;  // the kernel instruction (kUpdate: the multi-tensor op)
+  bool scalar_first;  // _rminus_scalar, _rdiv_scalar
+};
+
+const std::unordered_map<std::string, Rule>& rules() {
+  static const std::unordered_map<std::string, Rule> m = {
+      {"relu", {kUnary, "relu"}}, {"sigmoid", {kUnary, "sigmoid"}}, {"tanh", {kUnary, "tanh"}},
+      {"exp", {kUnary, "exp"}}, {"log", {kUnary, "log"}}, {"sqrt", {kUnary, "sqrt"}},
+      {"rsqrt", {kUnary, "rsqrt"}}, {"square", {kUnary, "square"}}, {"abs", {kUnary, "abs"}},
+      {"negative", {kUnary, "neg"}}, {"reciprocal", {kUnary, "recip"}}, {"softsign", {kUnary, "softsign"}},
+      {"Activation", {kUnary, ""}},  // act_type picks the instruction
+      {"_mul_scalar", {kScalar, "mul"}}, {"_plus_scalar", {kScalar, "add"}}, {"_minus_scalar", {kScalar, "sub"}},
+      {"_rminus_scalar", {kScalar, "sub", true}}, {"_div_scalar", {kScalar, "div"}},
+      {"_rdiv_scalar", {kScalar, "div", true}},
+      {"elemwise_add", {kBinary, "add"}}, {"_plus", {kBinary, "add"}}, {"_add", {kBinary, "add"}},
+      {"broadcast_add", {kBinary, "add"}}, {"broadcast_plus", {kBinary, "add"}},
+      {"elemwise_sub", {kBinary, "sub"}}, {"_minus", {kBinary, "sub"}}, {"_sub", {kBinary, "sub"}},
+      {"broadcast_sub", {kBinary, "sub"}}, {"broadcast_minus", {kBinary, "sub"}},
+      {"elemwise_mul", {kBinary, "mul"}}, {"_mul", {kBinary, "mul"}}, {"broadcast_mul", {kBinary, "mul"}},
+      {"elemwise_div", {kBinary, "div"}}, {"_div", {kBinary, "div"}}, {"broadcast_div", {kBinary, "div"}},
+      {"clip", {kClip, "clip"}},
+      {"SliceChannel", {kSplit, ""}}, {"split", {kSplit, ""}}, {"slice_axis", {kSlice, ""}},
+      {"sgd_update", {kUpdate, "_minpy_multi_sgd_update"}},
+      {"sgd_mom_update", {kUpdate, "_minpy_multi_sgd_mom_update"}},
+  };
+  return m;
+}
+
+std::string attr(const Node& n, const char* key, const char* dflt) {
+  for (const auto& a : n.attrs)
+    if (a.key == key) return a.val;
+  return dflt;
+}
+
+bool truthy(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
+
+const char* activation_instr(const std::string& act) {
+  if (act == "relu" || act == "sigmoid" || act == "tanh" || act == "softrelu" || act == "softsign")
+    return act == "relu" ? "relu" : act == "sigmoid" ? "sigmoid" : act == "tanh" ? "tanh"
+         : act == "softrelu" ? "softrelu" : "softsign";
+  return nullptr;
+}
+
+bool f32_cpu(const AVal& a) { return a.dtype == 0 && a.dev_type == 1; }
+
+bool same_dims(const AVal& a, const AVal& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int i = 0; i < a.ndim; ++i)
+    if (a.dims[i] != b.dims[i]) return false;
+  return true;
+}
+
+int64_t last_dim(const AVal& a) { return a.ndim ? a.dims[a.ndim - 1] : 1; }
+int64_t rows(const AVal& a) {
+  int64_t r = 1;
+  for (int i = 0; i + 1 < a.ndim; ++i) r *= a.dims[i];
+  return r;
+}
+
+// (1,..,1,C) against an output (..,C): one row read for every output row.
+bool row_broadcast(const AVal& in, const AVal& out) {
+  return in.ndim >= 1 && in.ndim <= out.ndim && last_dim(in) == last_dim(out) && rows(in) == 1;
+}
+
+std::string f32_literal(double v) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  return buf;
+}
+
+std::string shape_attr(const AVal& a) {
+  std::string s = "(";
+  for (int i = 0; i < a.ndim; ++i) s += (i ? "," : "") + std::to_string(a.dims[i]);
+  return s + (a.ndim == 1 ? ",)" : ")");
+}
+
+int axis_of(const Node& n, const char* dflt, int ndim) {
+  int ax = std::atoi(attr(n, "axis", dflt).c_str());
+  return ax < 0 ? ax + ndim : ax;
+}
+
+// The node's kind if our kernels can run it, else kNone.
+Kind classify(const Trace& t, const Node& n) {
+  auto it = rules().find(n.op->name);
+  if (it == rules().end()) return kNone;
+  for (int v : n.in)
+    if (!f32_cpu(t.values[v].aval)) return kNone;
+  for (int v : n.out)
+    if (!f32_cpu(t.values[v].aval)) return kNone;
+  Kind k = it->second.kind;
+  if (n.out.empty()) return kNone;
+  const AVal& out = t.values[n.out[0]].aval;
+  switch (k) {
+    case kUnary:
+      if (n.op->name == "Activation" && !activation_instr(attr(n, "act_type", ""))) return kNone;
+      // fallthrough
+    case kScalar:
+    case kClip:
+      return n.in.size() == 1 && n.out.size() == 1 && same_dims(t.values[n.in[0]].aval, out) ? k : kNone;
+    case kBinary:
+      if (n.in.size() != 2 || n.out.size() != 1) return kNone;
+      for (int v : n.in) {
+        const AVal& a = t.values[v].aval;
+        if (!same_dims(a, out) && a.size() != 1 && !row_broadcast(a, out)) return kNone;
+      }
+      return k;
+    case kSplit: {
+      const AVal& in = t.values[n.in[0]].aval;
+      if (n.in.size() != 1 || in.ndim < 1 || truthy(attr(n, "squeeze_axis", "False"))) return kNone;
+      return axis_of(n, "1", in.ndim) == in.ndim - 1 ? k : kNone;
+    }
+    case kSlice: {
+      const AVal& in = t.values[n.in[0]].aval;
+      if (n.in.size() != 1 || in.ndim < 1) return kNone;
+      return axis_of(n, "0", in.ndim) == in.ndim - 1 ? k : kNone;
+    }
+    case kUpdate: {
+      size_t want = n.op->name == "sgd_mom_update" ? 3 : 2;
+      if (n.in.size() != want || n.out.size() != 1) return kNone;
+      for (int v : n.in)
+        if (!same_dims(t.values[v].aval, out)) return kNone;
+      return k;
+    }
+    default:
+      return kNone;
+  }
+}
+
+bool transcendental(const std::string& instr) {
+  return instr == "sigmoid" || instr == "tanh" || instr == "exp" || instr == "log" || instr == "softrelu";
+}
+
+struct Group {
+  Kind kind;            // kUpdate, or kUnary for every elementwise group
+  std::string key;      // update groups: op and shared hyper-parameters
+  AVal shape;           // elementwise groups: the iteration space so far
+  std::vector<int> members;
+};
+
+// Builds the elementwise kernel's program for one group (see cpp/kernels for the grammar).
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Trace& t, const std::vector<int>& group_of, int g, const AVal& out_shape)
+      : t_(t), group_of_(group_of), g_(g) {
+    C_ = last_dim(out_shape);
+    R_ = rows(out_shape);
+  }
+  bool ok = true;
+  bool heavy = false;  // uses a transcendental function (worth a kernel even alone)
+  std::vector<int> in_values;
+  std::vector<std::string> access, program;
+
+  int emit(int v, int64_t shift) {
+    int p = t_.values[v].node;
+    if (p < 0 || group_of_[p] != g_) return load(v, shift);
+    const AVal& a = t_.values[v].aval;
+    if (a.size() == 1) shift = 0;  // a scalar chain: the same value at every element
+    auto key = std::make_pair(v, shift);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    const Node& n = t_.nodes[p];
+    const Rule& rule = rules().at(n.op->name);
+    int r = -1;
+    if (rule.kind == kSplit) {
+      r = emit(n.in[0], shift + t_.values[v].index * last_dim(a));
+    } else if (rule.kind == kSlice) {
+      int64_t width = last_dim(t_.values[n.in[0]].aval);
+      std::string b = attr(n, "begin", "0");
+      int64_t begin = std::atoll(b.c_str());
+      r = emit(n.in[0], shift + (begin < 0 ? begin + width : begin));
+    } else {
+      if (a.size() != 1 && !(rows(a) == R_ && shift + C_ <= last_dim(a))) return fail();
+      std::vector<int> regs;
+      for (int u : n.in) regs.push_back(emit(u, t_.values[u].aval.size() == 1 ? 0 : shift));
+      if (!ok) return 0;
+      std::string instr = rule.instr;
+      if (n.op->name == "Activation") instr = activation_instr(attr(n, "act_type", ""));
+      heavy |= transcendental(instr);
+      if (rule.kind == kUnary) {
+        r = push(instr + " " + std::to_string(regs[0]));
+      } else if (rule.kind == kScalar) {
+        int c = constant(std::strtod(attr(n, "scalar", "0").c_str(), nullptr));
+        r = rule.scalar_first ? push(instr + " " + std::to_string(c) + " " + std::to_string(regs[0]))
+                              : push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(c));
+      } else if (rule.kind == kClip) {
+        r = push("clip " + std::to_string(regs[0]) + " " +
+                 f32_literal(std::strtod(attr(n, "a_min", "0").c_str(), nullptr)) + " " +
+                 f32_literal(std::strtod(attr(n, "a_max", "0").c_str(), nullptr)));
+      } else {
+        r = push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(regs[1]));
+      }
+    }
+    if (!ok) return 0;
+    memo_[key] = r;
+    return r;
+  }
+
+ private:
+  const Trace& t_;
+  const std::vector<int>& group_of_;
+  int g_;
+  int64_t R_ = 1, C_ = 1;
+  std::map<std::pair<int, int64_t>, int> memo_, loads_;
+  std::map<std::string, int> consts_;
+
+  int fail() {
+    ok = false;
+    return 0;
+  }
+  int push(const std::string& s) {
+    program.push_back(s);
+    return static_cast<int>(program.size()) - 1;
+  }
+  int constant(double v) {
+    std::string lit = f32_literal(v);
+    auto it = consts_.find(lit);
+    if (it != consts_.end()) return it->second;
+    return consts_[lit] = push("c " + lit);
+  }
+  // A read of an array from outside the group, at column offset `shift`.
+  int load(int v, int64_t shift) {
+    const AVal& a = t_.values[v].aval;
+    std::string acc;
+    int64_t key_shift = shift;
+    if (a.size() == 1) {
+      acc = "0,0,0", key_shift = -1;
+    } else if (rows(a) == R_ && shift + C_ <= last_dim(a)) {
+      acc = std::to_string(shift) + "," + std::to_string(last_dim(a)) + ",1";
+    } else if (rows(a) == 1 && last_dim(a) == C_ && shift == 0) {
+      acc = "0,0,1";
+    } else {
+      return fail();
+    }
+    auto key = std::make_pair(v, key_shift);
+    auto it = loads_.find(key);
+    if (it != loads_.end()) return it->second;
+    in_values.push_back(v);
+    access.push_back(acc);
+    return loads_[key] = push("ld " + std::to_string(in_values.size() - 1));
+  }
+};
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+std::string summary_of(const Trace& t, const std::vector<int>& members) {
+  std::vector<std::string> names;
+  for (int m : members) {
+    const std::string& name = t.nodes[m].op->name;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return std::to_string(members.size()) + " ops: " + join(names, ", ");
+}
+
+bool build_elementwise(const Trace& t, const std::vector<int>& group_of, int g, const Group& grp,
+                       const std::vector<char>& escapes, const std::vector<char>& used_outside, FusedUnit* u) {
+  std::vector<int> outs;
+  for (int m : grp.members)
+    for (int v : t.nodes[m].out)
+      if (escapes[v] || used_outside[v]) outs.push_back(v);
+  if (outs.empty()) return false;
+  const AVal& shape = t.values[outs[0]].aval;
+  for (int v : outs)
+    if (!same_dims(t.values[v].aval, shape)) return false;
+  ProgramBuilder pb(t, group_of, g, shape);
+  std::vector<std::string> out_regs;
+  for (int v : outs) out_regs.push_back(std::to_string(pb.emit(v, 0)));
+  if (!pb.ok) return false;
+  if (grp.members.size() < 2 && !pb.heavy) return false;  // one cheap op: MXNet's own kernel is as good
+  u->op = "_minpy_fused_elemwise";
+  u->attrs = {{"num_inputs", std::to_string(pb.in_values.size())},
+              {"num_outputs", std::to_string(outs.size())},
+              {"out_shape", shape_attr(shape)},
+              {"access", join(pb.access, ";")},
+              {"program", join(pb.program, ";")},
+              {"outputs", join(out_regs, ",")}};
+  u->in = pb.in_values;
+  u->out = outs;
+  return true;
+}
+
+void build_update(const Trace& t, const Group& grp, FusedUnit* u) {
+  const Node& first = t.nodes[grp.members[0]];
+  bool mom = first.op->name == "sgd_mom_update";
+  std::vector<std::string> lrs, wds;
+  for (int m : grp.members) {
+    const Node& n = t.nodes[m];
+    lrs.push_back(attr(n, "lr", "0"));
+    wds.push_back(attr(n, "wd", "0"));
+    u->in.insert(u->in.end(), n.in.begin(), n.in.end());
+    u->out.push_back(n.out[0]);
+  }
+  u->op = rules().at(first.op->name).instr;
+  u->attrs = {{"num_weights", std::to_string(grp.members.size())},
+              {"lrs", "(" + join(lrs, ", ") + ")"},
+              {"wds", "(" + join(wds, ", ") + ")"},
+              {"rescale_grad", attr(first, "rescale_grad", "1")},
+              {"clip_gradient", attr(first, "clip_gradient", "-1")}};
+  if (mom) u->attrs.push_back({"momentum", attr(first, "momentum", "0")});
+}
+
+}  // namespace
+
+FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
+                       const std::vector<char>& escapes) {
+  FusionPlan plan;
+  const size_t n_nodes = t.nodes.size();
+  plan.unit_of_node.assign(n_nodes, -1);
+  if (t.recording) return plan;  // our kernels have no gradients
+
+  std::vector<int> group_of(n_nodes, -1);
+  std::vector<Group> groups;
+  std::vector<std::vector<uint64_t>> reach(n_nodes);  // groups each node depends on (bitset)
+  auto depends = [&](int node, int g) {
+    const auto& b = reach[node];
+    return static_cast<size_t>(g / 64) < b.size() && ((b[g / 64] >> (g % 64)) & 1);
+  };
+  std::unordered_map<std::string, int> open_update;  // hyper-parameter key -> newest update group
+
+  for (size_t i = 0; i < n_nodes; ++i) {
+    if (!live[i]) continue;
+    const Node& n = t.nodes[i];
+    std::vector<int> ps;
+    for (int v : n.in)
+      if (t.values[v].node >= 0) ps.push_back(t.values[v].node);
+    for (int d : preds[i]) {
+      if (d < 0) continue;
+      if (d >= static_cast<int>(i)) return FusionPlan{{}, std::vector<int>(n_nodes, -1)};  // not in trace order
+      ps.push_back(d);
+    }
+    Kind k = classify(t, n);
+    int chosen = -1;
+    // Joining g is legal when no input reaches g through a node outside it.
+    auto legal = [&](int g, bool allow_inside) {
+      for (int p : ps) {
+        if (group_of[p] == g) {
+          if (!allow_inside) return false;
+        } else if (depends(p, g)) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (k == kUpdate) {
+      std::string key = n.op->name + "|" + attr(n, "momentum", "0") + "|" + attr(n, "rescale_grad", "1") + "|" +
+                        attr(n, "clip_gradient", "-1");
+      auto it = open_update.find(key);
+      if (it != open_update.end() && legal(it->second, false)) chosen = it->second;
+      if (chosen < 0) {
+        chosen = static_cast<int>(groups.size());
+        groups.push_back({kUpdate, key, AVal(), {}});
+        open_update[key] = chosen;
+      }
+    } else if (k != kNone) {
+      const AVal& out = t.values[n.out[0]].aval;
+      const AVal& in0 = t.values[n.in[0]].aval;
+      bool reshapes = k == kSplit || k == kSlice;
+      for (auto v = n.in.rbegin(); v != n.in.rend() && chosen < 0; ++v) {
+        int p = t.values[*v].node;
+        int g = p >= 0 ? group_of[p] : -1;
+        if (g < 0 || groups[g].kind == kUpdate) continue;
+        const AVal& gs = groups[g].shape;
+        bool fits = reshapes ? same_dims(gs, in0) : (same_dims(gs, out) || gs.size() == 1);
+        if (fits && legal(g, true)) chosen = g;
+      }
+      if (chosen < 0) {
+        chosen = static_cast<int>(groups.size());
+        groups.push_back({kUnary, "", out, {}});
+      }
+      groups[chosen].shape = out;  // a split narrows the space; a scalar chain widens to its consumer
+    }
+    group_of[i] = chosen;
+    if (chosen >= 0) groups[chosen].members.push_back(static_cast<int>(i));
+    auto& mine = reach[i];
+    for (int p : ps) {
+      if (reach[p].size() > mine.size()) mine.resize(reach[p].size(), 0);
+      for (size_t w = 0; w < reach[p].size(); ++w) mine[w] |= reach[p][w];
+    }
+    if (chosen >= 0) {
+      if (static_cast<size_t>(chosen / 64) >= mine.size()) mine.resize(chosen / 64 + 1, 0);
+      mine[chosen / 64] |= uint64_t(1) << (chosen % 64);
+    }
+  }
+
+  // Values read by a live node of another group (or of none).
+  std::vector<char> used_outside(t.values.size(), 0);
+  for (size_t i = 0; i < n_nodes; ++i) {
+    if (!live[i]) continue;
+    for (int v : t.nodes[i].in) {
+      int p = t.values[v].node;
+      if (p >= 0 && (group_of[i] < 0 || group_of[i] != group_of[p])) used_outside[v] = 1;
+    }
+  }
+
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Group& grp = groups[g];
+    FusedUnit u;
+    if (grp.kind == kUpdate) {
+      if (grp.members.size() < 2) continue;
+      build_update(t, grp, &u);
+    } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, &u)) {
+      continue;
+    }
+    u.members = grp.members;
+    u.summary = summary_of(t, grp.members);
+    for (int m : grp.members) plan.unit_of_node[m] = static_cast<int>(plan.units.size());
+    plan.units.push_back(std::move(u));
+  }
+  return plan;
+}
+
+}  // namespace minpy

@@ -1,0 +1,49 @@
+// Fusion: replacing groups of trace nodes by one call of our own kernels.
+//
+// Runs at compile time (a cache miss), on the live nodes of a trace, before
+// lowering. Two kinds of group, both executed by the kernel library in
+// cpp/kernels (loaded into MXNet with MXLoadLib, so they are ordinary graph ops):
+//
+//   * elementwise groups -> `_minpy_fused_elemwise`: chains of float32 CPU
+//     elementwise ops (arithmetic, scalar ops, activations, clip) plus
+//     last-axis splits/slices feeding them (an LSTM cell's gate block), run as
+//     one vectorized loop over the output; intermediates never reach memory.
+//   * optimizer updates -> `_minpy_multi_sgd_update` / `_minpy_multi_sgd_mom_update`:
+//     every sgd_update / sgd_mom_update of a step with the same hyper-parameters
+//     becomes one multi-tensor call (MXNet's own multi-tensor op cannot be put in
+//     a graph in 1.9.1, and per-weight ops pay a kernel launch each).
+//
+// Grouping is greedy in trace order and keeps the graph acyclic: a node joins a
+// group only if none of its inputs (data or ordering) depends on that group
+// through a node outside it. Groups are only formed outside autograd recording
+// (our kernels have no gradient). A group whose shapes do not fit one iteration
+// space is dropped (its nodes stay MXNet ops), never half-fused.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "trace.h"
+
+namespace minpy {
+
+struct FusedUnit {
+  std::string op;             // the kernel library's op name
+  std::vector<Attr> attrs;    // its attributes (for the elementwise kernel: the program)
+  std::vector<int> members;   // trace node ids it replaces, in trace order
+  std::vector<int> in;        // value ids it reads
+  std::vector<int> out;       // value ids it produces
+  std::string summary;        // for the graph printout: "13 ops: elemwise_add, SliceChannel, ..."
+};
+
+struct FusionPlan {
+  std::vector<FusedUnit> units;
+  std::vector<int> unit_of_node;  // per trace node: index into units, or -1
+};
+
+// `live`: nodes kept by lowering; `preds`: per node, the earlier nodes it must
+// follow besides its data inputs (control dependencies); `escapes`: per value,
+// nonzero if it is a graph output.
+FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
+                       const std::vector<char>& escapes);
+
+}  // namespace minpy
