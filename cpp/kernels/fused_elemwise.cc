@@ -1,0 +1,421 @@
+// _minpy_fused_elemwise: runs a small SSA program of elementwise float32
+// instructions over one iteration space, in tiles.
+//
+// Why an interpreter: the runtime fuses chains of elementwise MXNet ops into
+// one node; instead of compiling C++ per chain, the chain is passed as an
+// attribute string and parsed once per graph node (stateful op). Each
+// instruction runs as one simple, vectorized loop over a tile of TILE
+// elements held in small per-register buffers that stay in L1, so the
+// interpretation cost is one switch per instruction per tile.
+//
+// In-place safety: per tile, all loads run before any output is stored, and
+// tiles never overlap, so an output may share memory with an input that is
+// read with the same contiguous access.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mxnet/lib_api.h"
+
+#include "attrs.h"
+#include "vmath.h"
+
+using namespace mxnet::ext;
+
+namespace minpy_kernels {
+namespace {
+
+constexpr int64_t kTile = 512;  // floats per register buffer (2 KiB): a few live ones fit L1
+
+enum OpCode : int {
+  kLd, kConst,
+  // unary
+  kNeg, kAbs, kRelu, kReluNan, kSigmoid, kTanh, kExp, kLog, kSqrt, kRsqrt, kSquare, kRecip,
+  kSoftrelu, kSoftsign,
+  // binary
+  kAdd, kSub, kMul, kDiv, kMax, kMin,
+  kClip,
+};
+
+struct OpName { const char* name; OpCode code; int arity; };
+const OpName kOps[] = {
+  {"neg", kNeg, 1}, {"abs", kAbs, 1}, {"relu", kRelu, 1}, {"relu_nan", kReluNan, 1},
+  {"sigmoid", kSigmoid, 1}, {"tanh", kTanh, 1}, {"exp", kExp, 1}, {"log", kLog, 1},
+  {"sqrt", kSqrt, 1}, {"rsqrt", kRsqrt, 1}, {"square", kSquare, 1}, {"recip", kRecip, 1},
+  {"softrelu", kSoftrelu, 1}, {"softsign", kSoftsign, 1},
+  {"add", kAdd, 2}, {"sub", kSub, 2}, {"mul", kMul, 2}, {"div", kDiv, 2},
+  {"max", kMax, 2}, {"min", kMin, 2},
+};
+
+struct Access {
+  int64_t offset, row_stride, col_stride;
+  bool broadcast() const { return row_stride == 0 && col_stride == 0; }
+};
+
+// One executable instruction; a, b, dst are register BUFFER ids (after allocation).
+struct Instr {
+  OpCode op;
+  int dst = -1, a = -1, b = -1;
+  int input = -1;         // kLd: which input
+  float f0 = 0, f1 = 0;   // kConst value / kClip bounds
+};
+
+struct Program {
+  int num_inputs = 0, num_outputs = 0;
+  std::vector<int64_t> out_shape;
+  int64_t rows = 1, cols = 1;    // iteration space R x C
+  bool flat = false;             // every live load is contiguous or broadcast
+  std::vector<Access> access;
+  std::vector<Instr> once;       // constants and broadcast loads: filled once per call
+  std::vector<Instr> per_tile;   // everything else, in program order
+  std::vector<int> out_buf;      // buffer holding each output
+  int num_bufs = 0;
+};
+
+[[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
+
+int parse_reg(const std::string& tok, int limit, const std::string& ins) {
+  int64_t r = parse_int(tok);
+  if (r < 0 || r >= limit) fail("register " + tok + " is not defined before instruction '" + ins + "'");
+  return static_cast<int>(r);
+}
+
+Program parse_program(const AttrMap& attrs) {
+  Program p;
+  p.num_inputs = static_cast<int>(parse_int(attr(attrs, "num_inputs")));
+  p.num_outputs = static_cast<int>(parse_int(attr(attrs, "num_outputs")));
+  if (p.num_inputs < 0 || p.num_outputs < 1) fail("bad num_inputs/num_outputs");
+  p.out_shape = parse_int_tuple(attr(attrs, "out_shape"));
+  for (int64_t d : p.out_shape) if (d < 0) fail("negative dim in out_shape");
+  p.cols = p.out_shape.empty() ? 1 : p.out_shape.back();
+  p.rows = 1;
+  for (size_t i = 0; i + 1 < p.out_shape.size(); ++i) p.rows *= p.out_shape[i];
+
+  // access: "off,rs,cs;off,rs,cs;..."
+  std::string acc = attr_or(attrs, "access", "");
+  if (p.num_inputs > 0) {
+    auto parts = split(acc, ';');
+    if (static_cast<int>(parts.size()) != p.num_inputs)
+      fail("access has " + std::to_string(parts.size()) + " descriptors for " +
+           std::to_string(p.num_inputs) + " inputs");
+    for (const auto& part : parts) {
+      auto v = split(part, ',');
+      if (v.size() != 3) fail("access descriptor '" + part + "' is not 'offset,row_stride,col_stride'");
+      p.access.push_back({parse_int(v[0]), parse_int(v[1]), parse_int(v[2])});
+      if (p.access.back().offset < 0) fail("negative offset in access '" + part + "'");
+    }
+  }
+
+  // Parse instructions into SSA form first (operands are register ids).
+  struct Raw { Instr ins; std::vector<int> uses; };
+  std::vector<Raw> raw;
+  for (const auto& text : split(attr(attrs, "program"), ';')) {
+    auto tok = split(text, ' ');
+    int n = static_cast<int>(raw.size());
+    Raw r;
+    const std::string& name = tok[0];
+    auto need = [&](size_t k) {
+      if (tok.size() != k) fail("instruction '" + text + "' needs " + std::to_string(k - 1) + " operands");
+    };
+    if (name == "ld") {
+      need(2);
+      r.ins.op = kLd;
+      r.ins.input = static_cast<int>(parse_int(tok[1]));
+      if (r.ins.input < 0 || r.ins.input >= p.num_inputs) fail("'" + text + "': no such input");
+    } else if (name == "c") {
+      need(2);
+      r.ins.op = kConst;
+      r.ins.f0 = parse_float(tok[1]);
+    } else if (name == "clip") {
+      need(4);
+      r.ins.op = kClip;
+      r.uses = {parse_reg(tok[1], n, text)};
+      r.ins.f0 = parse_float(tok[2]);
+      r.ins.f1 = parse_float(tok[3]);
+    } else {
+      const OpName* found = nullptr;
+      for (const auto& o : kOps) if (name == o.name) found = &o;
+      if (!found) fail("unknown instruction '" + text + "'");
+      need(1 + found->arity);
+      r.ins.op = found->code;
+      for (int k = 0; k < found->arity; ++k) r.uses.push_back(parse_reg(tok[1 + k], n, text));
+    }
+    raw.push_back(r);
+  }
+  const int nreg = static_cast<int>(raw.size());
+  std::vector<int> out_reg;
+  for (const auto& s : split(attr(attrs, "outputs"), ',')) out_reg.push_back(parse_reg(s, nreg, "outputs"));
+  if (static_cast<int>(out_reg.size()) != p.num_outputs)
+    fail("outputs lists " + std::to_string(out_reg.size()) + " registers for " +
+         std::to_string(p.num_outputs) + " outputs");
+
+  // Liveness: drop dead instructions; remember each register's last use.
+  const int kForever = nreg;
+  std::vector<bool> live(nreg, false);
+  std::vector<int> last_use(nreg, -1);
+  for (int r : out_reg) { live[r] = true; last_use[r] = kForever; }
+  for (int i = nreg - 1; i >= 0; --i) {
+    if (!live[i]) continue;
+    for (int u : raw[i].uses) { live[u] = true; last_use[u] = std::max(last_use[u], i); }
+  }
+
+  // Broadcast loads and constants are hoisted: one buffer each, filled once per call.
+  auto hoisted = [&](int i) {
+    return raw[i].ins.op == kConst || (raw[i].ins.op == kLd && p.access[raw[i].ins.input].broadcast());
+  };
+  // Buffer allocation: a destination never shares a buffer with its operands
+  // (so kernels can use __restrict), and buffers of dead registers are recycled.
+  std::vector<int> buf_of(nreg, -1), free_bufs;
+  p.flat = true;
+  for (int i = 0; i < nreg; ++i) {
+    if (!live[i]) continue;
+    Instr ins = raw[i].ins;
+    if (hoisted(i)) {
+      ins.dst = buf_of[i] = p.num_bufs++;
+      p.once.push_back(ins);
+      continue;
+    }
+    if (ins.op == kLd) {
+      const Access& a = p.access[ins.input];
+      if (!(a.col_stride == 1 && a.row_stride == p.cols)) p.flat = false;
+    }
+    if (!free_bufs.empty()) { buf_of[i] = free_bufs.back(); free_bufs.pop_back(); }
+    else buf_of[i] = p.num_bufs++;
+    ins.dst = buf_of[i];
+    if (raw[i].uses.size() > 0) ins.a = buf_of[raw[i].uses[0]];
+    if (raw[i].uses.size() > 1) ins.b = buf_of[raw[i].uses[1]];
+    p.per_tile.push_back(ins);
+    for (int u : raw[i].uses) {
+      if (last_use[u] == i && !hoisted(u)) {
+        last_use[u] = -1;  // freed once even if used twice by this instruction
+        free_bufs.push_back(buf_of[u]);
+      }
+    }
+  }
+  for (int r : out_reg) p.out_buf.push_back(buf_of[r]);
+  return p;
+}
+
+// ---- kernels: tiny loops, inlined into the target_clones'd executor ----
+#define KI static inline __attribute__((always_inline))
+
+template <class F>
+KI void unary(float* __restrict d, const float* __restrict a, int64_t n, F f) {
+  for (int64_t j = 0; j < n; ++j) d[j] = f(a[j]);
+}
+template <class F>
+KI void binary(float* __restrict d, const float* __restrict a, const float* __restrict b,
+               int64_t n, F f) {
+  for (int64_t j = 0; j < n; ++j) d[j] = f(a[j], b[j]);
+}
+KI void fill(float* __restrict d, float v, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) d[j] = v;
+}
+KI void gather(float* __restrict d, const float* __restrict s, int64_t stride, int64_t n) {
+  if (stride == 1) std::memcpy(d, s, n * sizeof(float));
+  else if (stride == 0) fill(d, s[0], n);
+  else for (int64_t j = 0; j < n; ++j) d[j] = s[j * stride];
+}
+
+// Semantics follow MXNet 1.9.1's float32 functors (src/operator/mshadow_op.h).
+KI void run_instr(const Instr& in, float* const* buf, int64_t n) {
+  float* d = buf[in.dst];
+  const float* a = in.a >= 0 ? buf[in.a] : nullptr;
+  const float* b = in.b >= 0 ? buf[in.b] : nullptr;
+  switch (in.op) {
+    case kNeg: unary(d, a, n, [](float x) { return -x; }); break;
+    case kAbs: unary(d, a, n, [](float x) { return __builtin_fabsf(x); }); break;
+    // Activation(act_type='relu'): NaN -> 0
+    case kRelu: unary(d, a, n, [](float x) { return x > 0.0f ? x : 0.0f; }); break;
+    // the standalone relu operator (mx.nd.relu): NaN stays NaN
+    case kReluNan: unary(d, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }); break;
+    case kSigmoid: unary(d, a, n, [](float x) { return vm::sigmoid_f(x); }); break;
+    case kTanh: unary(d, a, n, [](float x) { return vm::tanh_f(x); }); break;
+    case kExp: unary(d, a, n, [](float x) { return vm::exp_f(x); }); break;
+    case kLog: unary(d, a, n, [](float x) { return vm::log_f(x); }); break;
+    case kSqrt: unary(d, a, n, [](float x) { return __builtin_sqrtf(x); }); break;
+    case kRsqrt: unary(d, a, n, [](float x) { return 1.0f / __builtin_sqrtf(x); }); break;
+    case kSquare: unary(d, a, n, [](float x) { return x * x; }); break;
+    case kRecip: unary(d, a, n, [](float x) { return 1.0f / x; }); break;
+    case kSoftrelu: unary(d, a, n, [](float x) { return vm::softrelu_f(x); }); break;
+    case kSoftsign: unary(d, a, n, [](float x) { return x / (1.0f + __builtin_fabsf(x)); }); break;
+    case kAdd: binary(d, a, b, n, [](float x, float y) { return x + y; }); break;
+    case kSub: binary(d, a, b, n, [](float x, float y) { return x - y; }); break;
+    case kMul: binary(d, a, b, n, [](float x, float y) { return x * y; }); break;
+    case kDiv: binary(d, a, b, n, [](float x, float y) { return x / y; }); break;
+    // maximum/minimum propagate a NaN from either side
+    case kMax: binary(d, a, b, n, [](float x, float y) {
+      return x != x ? x : (y != y ? y : (x > y ? x : y)); }); break;
+    case kMin: binary(d, a, b, n, [](float x, float y) {
+      return x != x ? x : (y != y ? y : (x < y ? x : y)); }); break;
+    case kClip: {
+      // MXNet's clip operator tests the upper bound first (matters only if lo > hi).
+      const float lo = in.f0, hi = in.f1;
+      unary(d, a, n, [lo, hi](float x) { return x > hi ? hi : (x < lo ? lo : x); });
+      break;
+    }
+    default: break;  // kLd / kConst handled by the caller
+  }
+}
+
+struct Call {
+  const Program* p;
+  const float* const* in;   // input data pointers
+  float* const* out;        // output data pointers
+  float* const* buf;        // register buffers
+};
+
+// The one function compiled per ISA: everything it calls is inlined, so the
+// AVX2 / AVX-512 clones vectorize all the instruction loops.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void execute(const Call& c) {
+  const Program& p = *c.p;
+  for (const Instr& ins : p.once) {
+    if (ins.op == kConst) fill(c.buf[ins.dst], ins.f0, kTile);
+    else fill(c.buf[ins.dst], c.in[ins.input][p.access[ins.input].offset], kTile);
+  }
+  const int64_t R = p.flat ? 1 : p.rows;
+  const int64_t C = p.flat ? p.rows * p.cols : p.cols;
+  // Short rows are packed several to a tile; long rows are split into tiles.
+  const int64_t rows_per_tile = (C >= kTile) ? 1 : std::max<int64_t>(1, kTile / C);
+  for (int64_t r0 = 0; r0 < R; r0 += rows_per_tile) {
+    const int64_t nr = std::min(rows_per_tile, R - r0);
+    for (int64_t c0 = 0; c0 < C; c0 += kTile) {
+      const int64_t nc = std::min(kTile, C - c0);
+      const int64_t n = nr * nc;
+      for (const Instr& ins : p.per_tile) {
+        if (ins.op == kLd) {
+          const Access& a = p.access[ins.input];
+          const float* base = c.in[ins.input] + a.offset + c0 * a.col_stride;
+          if (p.flat) {
+            std::memcpy(c.buf[ins.dst], base, n * sizeof(float));
+          } else {
+            for (int64_t i = 0; i < nr; ++i)
+              gather(c.buf[ins.dst] + i * nc, base + (r0 + i) * a.row_stride, a.col_stride, nc);
+          }
+        } else {
+          run_instr(ins, c.buf, n);
+        }
+      }
+      // Stores last: in-place outputs only overwrite what this tile already loaded.
+      // Outputs are contiguous (R, C); a tile is either whole rows or part of one row.
+      for (int k = 0; k < p.num_outputs; ++k)
+        std::memcpy(c.out[k] + r0 * C + c0, c.buf[p.out_buf[k]], n * sizeof(float));
+    }
+  }
+}
+
+// ---- MXNet glue ----
+
+MXReturnValue report(const std::exception& e) {
+  MX_ERROR_MSG << "_minpy_fused_elemwise: " << e.what();
+  return MX_FAIL;
+}
+
+class FusedState : public CustomStatefulOp {
+ public:
+  explicit FusedState(Program p) : prog_(std::move(p)) {}
+
+  MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
+                        const OpResource&) override {
+    const Program& p = prog_;
+    if (static_cast<int>(inputs->size()) != p.num_inputs ||
+        static_cast<int>(outputs->size()) != p.num_outputs) {
+      MX_ERROR_MSG << "_minpy_fused_elemwise: wrong number of inputs/outputs";
+      return MX_FAIL;
+    }
+    const int64_t total = p.rows * p.cols;
+    if (total == 0) return MX_SUCCESS;
+    std::vector<const float*> in(p.num_inputs);
+    std::vector<float*> out(p.num_outputs);
+    for (int j = 0; j < p.num_inputs; ++j) {
+      MXTensor& t = (*inputs)[j];
+      const Access& a = p.access[j];
+      // Bounds check of the descriptor against the real input (strides may be negative).
+      int64_t lo = a.offset, hi = a.offset;
+      for (int64_t s : {a.row_stride * (p.rows - 1), a.col_stride * (p.cols - 1)}) {
+        if (s < 0) lo += s; else hi += s;
+      }
+      if (t.dtype != kFloat32 || lo < 0 || hi >= t.size()) {
+        MX_ERROR_MSG << "_minpy_fused_elemwise: input " << j << " is not float32 or its access "
+                     << a.offset << "," << a.row_stride << "," << a.col_stride
+                     << " reads outside its " << t.size() << " elements";
+        return MX_FAIL;
+      }
+      in[j] = t.data<float>();
+    }
+    for (int k = 0; k < p.num_outputs; ++k) {
+      MXTensor& t = (*outputs)[k];
+      if (t.dtype != kFloat32 || t.size() != total) {
+        MX_ERROR_MSG << "_minpy_fused_elemwise: output " << k << " must be float32 of size " << total;
+        return MX_FAIL;
+      }
+      out[k] = t.data<float>();
+    }
+    // Per-thread scratch: safe if the same graph runs on several threads.
+    thread_local std::vector<float> scratch;
+    const size_t need = static_cast<size_t>(p.num_bufs) * kTile + 16;
+    if (scratch.size() < need) scratch.resize(need);
+    float* base = scratch.data();
+    base += (16 - (reinterpret_cast<uintptr_t>(base) / sizeof(float)) % 16) % 16;  // 64-byte align
+    std::vector<float*> bufs(p.num_bufs);
+    for (int i = 0; i < p.num_bufs; ++i) bufs[i] = base + i * kTile;
+    Call call{&p, in.data(), out.data(), bufs.data()};
+    execute(call);
+    return MX_SUCCESS;
+  }
+
+ private:
+  Program prog_;
+};
+
+MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
+  try {
+    *num_in = static_cast<int>(parse_int(attr(attrs, "num_inputs")));
+    *num_out = static_cast<int>(parse_int(attr(attrs, "num_outputs")));
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+MXReturnValue infer_type(const AttrMap&, std::vector<int>* in_types, std::vector<int>* out_types) {
+  for (size_t j = 0; j < in_types->size(); ++j) {
+    if ((*in_types)[j] != kFloat32) {
+      MX_ERROR_MSG << "_minpy_fused_elemwise: input " << j << " must be float32";
+      return MX_FAIL;
+    }
+  }
+  for (auto& t : *out_types) t = kFloat32;
+  return MX_SUCCESS;
+}
+
+MXReturnValue infer_shape(const AttrMap& attrs, std::vector<std::vector<unsigned int>>*,
+                          std::vector<std::vector<unsigned int>>* out_shapes) {
+  try {
+    auto shape = parse_int_tuple(attr(attrs, "out_shape"));
+    for (auto& s : *out_shapes) s.assign(shape.begin(), shape.end());
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+MXReturnValue create_state(const AttrMap& attrs, const MXContext&,
+                           const std::vector<std::vector<unsigned int>>&, const std::vector<int>,
+                           CustomStatefulOp** state) {
+  try {
+    *state = CustomStatefulOp::create<FusedState>(parse_program(attrs));
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+}  // namespace
+
+REGISTER_OP(_minpy_fused_elemwise)
+    .setParseAttrs(parse_attrs)
+    .setInferType(infer_type)
+    .setInferShape(infer_shape)
+    .setCreateOpState(create_state, "cpu");
+
+}  // namespace minpy_kernels
