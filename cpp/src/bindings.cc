@@ -198,4 +198,7 @@ PYBIND11_MODULE(_core, m) {
   // The kernel library (cpp/kernels) was loaded into MXNet from this path: fusion may use it.
   m.def("set_kernels", [](const std::string& path) { R->kernels = path; });
   m.def("kernels", []() { return R->kernels; });
+  // How flushes detect in-place writes through views: "storage chunk" (no waiting) or
+  // "data address" (waits for pending writers; used if the chunk check fails on a build).
+  m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

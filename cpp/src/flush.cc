@@ -2,6 +2,7 @@
 // reason for the miss), execution under the recorded autograd state, release.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "explain.h"
 #include "mxapi.h"
@@ -50,25 +51,34 @@ void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = 
   for (PyObject* obj : drop) Py_DECREF(obj);
 }
 
-// True when an array the trace writes in place shares memory with another array
-// it uses (a view: x.reshape, x[1:3]). One graph cannot order such a write against
-// reads through the other handle; eager replay can (MXNet orders them by memory).
-bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
-  struct Array {
-    NDArrayHandle h;
-    const AVal* aval;
-    bool written;
-  };
-  std::vector<Array> arrays;
-  for (const auto& o : outputs)
-    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
-      arrays.push_back({o.handle, &t.values[o.value].aval, true});
-  if (arrays.empty()) return false;
-  for (const auto& v : t.values)
-    if (v.node < 0 && v.ext) arrays.push_back({v.ext, &v.aval, false});
-  // Reading a data pointer allocates a delay-allocated array, and so does the engine op that
-  // first writes it: done concurrently, that races. So let pending writers finish first
-  // (without the GIL: a pending Custom op may need it).
+// Storage identity without touching data. An NDArrayHandle is a `mxnet::NDArray*`
+// whose first member is the shared_ptr to its storage chunk, which every view
+// (reshape, slice, detach) shares and nothing else does. Reading the word needs no
+// allocation, so unlike MXNDArrayGetData it cannot race the engine allocating a
+// delay-allocated array. Checked once against real views before it is trusted.
+const void* chunk_of(NDArrayHandle h) { return *static_cast<void* const*>(h); }
+
+bool chunk_identity_works() {
+  static const bool works = [] {
+    const uint32_t shape[] = {4};
+    NDArrayHandle a = nullptr, b = nullptr, view = nullptr;
+    if (MXNDArrayCreateEx(shape, 1, 1, 0, 1, 0, &a) || MXNDArrayCreateEx(shape, 1, 1, 0, 1, 0, &b)) return false;
+    bool ok = MXNDArraySlice(a, 1, 3, &view) == 0 && chunk_of(a) && chunk_of(a) == chunk_of(view) &&
+              chunk_of(a) != chunk_of(b);
+    if (view) MXNDArrayFree(view);
+    MXNDArrayFree(a);
+    MXNDArrayFree(b);
+    return ok;
+  }();
+  return works;
+}
+
+// The same question by data addresses, for a build where chunk identity fails its check.
+// Reading a data pointer allocates a delay-allocated array, and so does the engine op that
+// first writes it: done concurrently, that races. So pending writers finish first
+// (without the GIL: a pending Custom op may need it).
+template <class Array>
+bool overlapping_memory(std::vector<Array>& arrays) {
   {
     py::gil_scoped_release nogil;
     for (const auto& a : arrays) MXNDArrayWaitToRead(a.h);
@@ -94,6 +104,41 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
     for (const Range* a : active)
       if (a->h != r.h && (a->written || r.written)) return true;
     active.push_back(&r);
+  }
+  return false;
+}
+
+// True when an array the trace writes in place shares storage with another array
+// it uses (a view: x.reshape, x[1:3]). One graph cannot order such a write against
+// reads through the other handle; eager replay can (MXNet orders them by memory).
+// Views of one chunk count as sharing even when their ranges are disjoint: that
+// costs an eager replay in a rare case, never a wrong value.
+bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
+  struct Array {
+    NDArrayHandle h;
+    const AVal* aval;
+    bool written;
+  };
+  std::vector<Array> arrays;
+  for (const auto& o : outputs)
+    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
+      arrays.push_back({o.handle, &t.values[o.value].aval, true});
+  if (arrays.empty()) return false;
+  for (const auto& v : t.values)
+    if (v.node < 0 && v.ext) arrays.push_back({v.ext, &v.aval, false});
+  if (!chunk_identity_works()) return overlapping_memory(arrays);
+  std::sort(arrays.begin(), arrays.end(), [](const Array& a, const Array& b) {
+    return std::less<const void*>()(chunk_of(a.h), chunk_of(b.h));
+  });
+  for (size_t i = 0; i < arrays.size();) {
+    size_t j = i;
+    bool written = false, distinct = false;
+    for (; j < arrays.size() && chunk_of(arrays[j].h) == chunk_of(arrays[i].h); ++j) {
+      written |= arrays[j].written;
+      distinct |= arrays[j].h != arrays[i].h;
+    }
+    if (written && distinct && chunk_of(arrays[i].h)) return true;
+    i = j;
   }
   return false;
 }
