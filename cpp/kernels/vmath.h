@@ -123,7 +123,7 @@ VM_INLINE float tanh_f(float xf) {
   double x4 = x2 * x2;
   double q = (-1.0 / 3.0 + x2 * (2.0 / 15.0)) +
              x4 * ((-17.0 / 315.0 + x2 * (62.0 / 2835.0)) + x4 * (-1382.0 / 155925.0));
-  double small = x + x * (x2 * q);  // keeps the sign of zero
+  double small = x * (1.0 + x2 * q);  // x * (...) keeps the sign of zero
   // Large |x|: 1 - 2/(e^{2|x|}+1); tanh(20) rounds to 1 in float, so clamp there.
   double e = exp_core(2.0 * clampd(ax, 0.0, 20.0));
   double big = __builtin_copysign(1.0 - 2.0 / (e + 1.0), x);
