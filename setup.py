@@ -1,4 +1,5 @@
-"""Builds minpy_jit and its C++ extension minpy_jit._core.
+"""Builds minpy_jit, its C++ extension minpy_jit._core and its MXNet operator library
+minpy_jit._kernels.
 
 The extension compiles against the headers shipped inside the installed mxnet
 wheel (mxnet/include) and links that wheel's libmxnet.so. The rpath points at
@@ -25,12 +26,26 @@ core = Extension(
     language="c++",
 )
 
+# MXNet custom-operator library (fused elementwise programs, multi-tensor SGD), loaded
+# with MXLoadLib / mxnet.library.load, never imported: it has no PyInit. It needs only
+# lib_api.cc from the wheel, not libmxnet.so. No -ffast-math: the kernels must stay
+# bit-identical to MXNet's float32 ones (-fno-math-errno / -fno-trapping-math change no
+# values; they let GCC vectorize sqrt and the compare/select loops).
+kernels = Extension(
+    "minpy_jit._kernels",
+    sources=sorted(glob.glob("cpp/kernels/*.cc")) + [os.path.join(MX_DIR, "src", "lib_api.cc")],
+    include_dirs=[os.path.join(MX_DIR, "include")],
+    extra_compile_args=["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno",
+                        "-fno-trapping-math"],
+    language="c++",
+)
+
 setup(
     name="minpy_jit",
     version="0.1.0",
     description="Lazy-evaluation JIT runtime for Apache MXNet 1.9.1",
     packages=["minpy_jit"],
-    ext_modules=[core],
+    ext_modules=[core, kernels],
     install_requires=["mxnet==1.9.1", "numpy<1.24"],
     python_requires=">=3.8",
 )
