@@ -12,10 +12,9 @@
 // tiles never overlap, so an output may share memory with an input that is
 // read with the same contiguous access.
 #include <algorithm>
-#include <cmath>
+#include <cstdint>
 #include <cstring>
-#include <memory>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -7,10 +7,10 @@
 //
 // How they stay accurate: each float input is widened to double and the work
 // is done in double precision, where a short polynomial has a relative error
-// below 1e-9; rounding that to float gives the correctly rounded result
-// unless the true value lies within ~1e-9 relative of a rounding boundary, so
-// the error stays below ~0.51 ulp (the tests check <= 2 ulp). Denormal float inputs and results are ordinary doubles, so
-// no special handling is needed for them.
+// below 1e-9; rounding that to float gives the correctly rounded result unless
+// the true value lies within ~1e-9 relative of a rounding boundary, so the
+// error stays below ~0.51 ulp (the tests check <= 2 ulp). Denormal float
+// inputs and results are ordinary doubles, so they need no special handling.
 //
 // Methods (textbook, see e.g. J.-M. Muller, "Elementary Functions", ch. 11):
 //  - exp: Cody-Waite range reduction x = n*ln2 + r, |r| <= ln2/2, Taylor
