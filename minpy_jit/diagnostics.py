@@ -11,8 +11,8 @@ def stats():
 
     ops_recorded, flushes {cause: n}, cache_hits, cache_misses, cache_evictions,
     graphs_cached, compile_ms, executions, eager_replays, fallbacks {op: n},
-    fallback_reasons {"op: why": n}, shape_inferences, fused_kernels (our kernels in
-    compiled graphs), fused_ops (the recorded ops they replace), sites {site: {compiles, eager}}.
+    fallback_reasons {"op: why": n}, shape_inferences, fused_kernels (calls of our own
+    kernels run), fused_ops (the recorded ops those calls stood for), sites {site: {compiles, eager}}.
     """
     return _core.stats()
 

@@ -112,7 +112,8 @@ def test_constant_scalar_stays_attribute_across_flushes_in_one_scope():
         with minpy_jit.jit():
             got = fn(x)
         misses.append(minpy_jit.stats()["cache_misses"] - before)
-        assert_same(run_eager(fn, x), got)
+        # s sums 365 tanh values, each within an ulp of eager's (fused kernel): absolute slack
+        assert_same(run_eager(fn, x), got, atol=2e-5)
     assert misses[1:] == [0, 0], (misses, minpy_jit.events()[-2:])
 
 
@@ -379,7 +380,7 @@ def test_env_minpy_jit_log_recompiles(fresh_runs):
     assert not flush_lines(err) and "WARNING" not in err
     assert data["hooks"] == [True] * 3
     for e, j in zip(_script_expected(), data["out"]):
-        np.testing.assert_array_equal(np.array(j, dtype=np.float32), e)
+        np.testing.assert_allclose(np.array(j, dtype=np.float32), e, rtol=1e-6)  # fused tanh: <= 2 ulp
 
 
 def test_env_minpy_jit_0_at_import(fresh_runs):
@@ -391,7 +392,7 @@ def test_env_minpy_jit_0_at_import(fresh_runs):
     st = data["stats"]
     assert st["ops_recorded"] == 0 and st["flushes"] == {} and st["cache_misses"] == 0 and st["sites"] == {}, st
     for e, j in zip(_script_expected(), data["out"]):
-        np.testing.assert_array_equal(np.array(j, dtype=np.float32), e)
+        np.testing.assert_allclose(np.array(j, dtype=np.float32), e, rtol=1e-6)  # fused tanh: <= 2 ulp
 
 
 @pytest.mark.parametrize("value", ["off", "false", " No ", "0"])
@@ -604,7 +605,7 @@ def _graph_body(x, w, b):
     return y, s
 
 
-def test_ir_printout_lines():
+def test_ir_printout_lines(mxnet_kernels):  # the fused form: test_fusion.py
     """last_graph() / graphs()[0]['ir']: a title, one line per input and per node
     (`%3 = relu(%2)  (shape) dtype  # file:line`), and a return line."""
     x, w, b = arr(rand(4, 53, seed=19)), arr(rand(53, 3, seed=20)), arr(rand(3, seed=21))

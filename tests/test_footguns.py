@@ -62,7 +62,7 @@ def test_python_branch_on_value_read_inside_block():
     assert st["cache_hits"] >= 8, st
 
 
-def test_python_scalar_read_from_array_feeds_an_op():
+def test_python_scalar_read_from_array_feeds_an_op(mxnet_kernels):
     """Footgun: a value read inside the block comes back as a Python float and flows into ops as a
     scalar attribute (`x * s`), a new value every iteration. Behaviour: correct each time; the scalar
     is lifted after it changes once, so the loop stops compiling."""
@@ -379,7 +379,7 @@ def test_op_failing_at_execution_time_is_all_or_nothing():
 
 # ------------------------------------------------------------------ printing
 
-def test_printing_an_array_inside_the_block():
+def test_printing_an_array_inside_the_block(mxnet_kernels):
     """Footgun: print(y) inside the block shows a value that has not been computed yet. Behaviour:
     printing flushes (cause asnumpy) and prints exactly what eager prints; the block goes on."""
     def fn(x):

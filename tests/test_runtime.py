@@ -366,7 +366,7 @@ def test_changed_scalar_attribute_never_reuses_stale_graph():
 
 # ------------------------------------------------------------------ liveness
 
-def test_dead_intermediates_are_not_outputs():
+def test_dead_intermediates_are_not_outputs(mxnet_kernels):
     x = arr(rand(6, 6, seed=9))
     with minpy_jit.jit():
         out = nd.relu(nd.tanh(x * 2 + 1) * 3 - 0.5).sum(axis=0)
@@ -925,7 +925,7 @@ def _printed(y):
 
 
 @pytest.mark.parametrize("how", sorted(ACCESS))
-def test_data_access_in_open_scope(how):
+def test_data_access_in_open_scope(how, mxnet_kernels):  # compares printed digits
     access = ACCESS[how]
 
     def fn(x):

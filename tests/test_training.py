@@ -410,7 +410,7 @@ def test_gluon_inference_after_training_mode_batchnorm_dropout():
                 y_train = net(x)
             y_pred = net(x)  # predict mode: BN uses running stats, dropout is identity
             return dict(y_train=y_train, y_pred=y_pred, p=param_values(net))
-    differential(run)
+    differential(run, exact=False)  # predict-mode tanh runs in our fused kernel (<= 2 ulp)
 
 
 def test_train_forward_without_backward_then_predict_repeated():

@@ -28,6 +28,9 @@ struct SgdParams {
   int num_weights = 0;
   std::vector<float> lrs, wds;
   float momentum = 0.0f, rescale_grad = 1.0f, clip_gradient = -1.0f;
+  // formula="sgd_update": plain SGD as MXNet's per-weight sgd_update computes it, which
+  // rounds differently from multi_sgd_update once wd != 0 (the runtime groups those calls).
+  bool per_weight_formula = false;
 };
 
 SgdParams parse_params(const AttrMap& attrs, bool with_momentum) {
@@ -41,6 +44,7 @@ SgdParams parse_params(const AttrMap& attrs, bool with_momentum) {
   if (with_momentum) p.momentum = parse_float(attr_or(attrs, "momentum", "0"));
   p.rescale_grad = parse_float(attr_or(attrs, "rescale_grad", "1"));
   p.clip_gradient = parse_float(attr_or(attrs, "clip_gradient", "-1"));
+  p.per_weight_formula = !with_momentum && attr_or(attrs, "formula", "multi_sgd_update") == "sgd_update";
   return p;
 }
 
@@ -69,6 +73,26 @@ KI void update_one(float* __restrict out, float* __restrict w, const float* __re
   }
 }
 
+// Plain SGD in MXNet's SGDKernel order: (1 - lr*wd)*w - lr*clip(rescale*g), or
+// without clipping (1 - lr*wd)*w - (lr*rescale)*g.
+template <bool CLIP>
+KI void sgd_per_weight(float* __restrict out, const float* w, const float* __restrict g, int64_t n, float lr,
+                       float wd, float rescale, float clip) {
+  const float decay = 1.f - lr * wd;
+  const float lr_rescale = lr * rescale;
+  for (int64_t i = 0; i < n; ++i) {
+    float step;
+    if (CLIP) {
+      float cg = rescale * g[i];
+      cg = cg > clip ? clip : (cg < -clip ? -clip : cg);
+      step = lr * cg;
+    } else {
+      step = lr_rescale * g[i];
+    }
+    out[i] = decay * w[i] - step;  // elementwise: safe when out == w
+  }
+}
+
 struct TensorArgs {
   float* out;
   float* w;
@@ -93,6 +117,13 @@ KI void update_all_t(const SgdParams& p, const TensorArgs* t) {
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void update_all(const SgdParams& p, const TensorArgs* t, bool mom) {
   const bool clip = p.clip_gradient >= 0.0f;
+  if (p.per_weight_formula) {
+    for (int k = 0; k < p.num_weights; ++k) {
+      if (clip) sgd_per_weight<true>(t[k].out, t[k].w, t[k].g, t[k].n, p.lrs[k], p.wds[k], p.rescale_grad, p.clip_gradient);
+      else sgd_per_weight<false>(t[k].out, t[k].w, t[k].g, t[k].n, p.lrs[k], p.wds[k], p.rescale_grad, p.clip_gradient);
+    }
+    return;
+  }
   if (mom) {
     if (clip) update_all_t<true, true>(p, t); else update_all_t<true, false>(p, t);
   } else {

@@ -22,6 +22,7 @@ struct Executor {
   std::vector<int> input_values;  // value id feeding each CachedOp input, in CachedOp order
   int num_outputs = 0;
   int num_nodes = 0;
+  int fused_kernels = 0, fused_ops = 0;  // calls of our kernels per run, and the recorded ops they replace
   double compile_ms = 0;
   uint64_t runs = 0;
   Key128 key;

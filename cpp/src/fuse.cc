@@ -20,7 +20,7 @@ struct Rule {
 
 const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> m = {
-      {"relu", {kUnary, "relu"}}, {"sigmoid", {kUnary, "sigmoid"}}, {"tanh", {kUnary, "tanh"}},
+      {"relu", {kUnary, "relu_nan"}}, {"sigmoid", {kUnary, "sigmoid"}}, {"tanh", {kUnary, "tanh"}},
       {"exp", {kUnary, "exp"}}, {"log", {kUnary, "log"}}, {"sqrt", {kUnary, "sqrt"}},
       {"rsqrt", {kUnary, "rsqrt"}}, {"square", {kUnary, "square"}}, {"abs", {kUnary, "abs"}},
       {"negative", {kUnary, "neg"}}, {"reciprocal", {kUnary, "recip"}}, {"softsign", {kUnary, "softsign"}},
@@ -316,6 +316,7 @@ void build_update(const Trace& t, const Group& grp, FusedUnit* u) {
               {"rescale_grad", attr(first, "rescale_grad", "1")},
               {"clip_gradient", attr(first, "clip_gradient", "-1")}};
   if (mom) u->attrs.push_back({"momentum", attr(first, "momentum", "0")});
+  else u->attrs.push_back({"formula", "sgd_update"});  // per-weight rounding, not multi_sgd_update's
 }
 
 }  // namespace

@@ -285,17 +285,7 @@ std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector
     for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", %" : "%") + std::to_string(vs[i]);
     return s;
   };
-  for (int u : g.items) {
-    if (u >= N) {  // a fused unit: its ops, then (elementwise) the program it runs
-      const FusedUnit& fu = g.fusion.units[u - N];
-      std::string line = pad(values_str(fu.out) + " = " + fu.op + "(" + values_str(fu.in) + ")", 48) +
-                         aval_str(t.values[fu.out[0]].aval);
-      os << "  " << pad(line, 72) << "# " << fu.summary << "\n";
-      for (const auto& a : fu.attrs)
-        if (a.key == "program") os << "      program: " << a.val << "\n";
-      continue;
-    }
-    const Node& node = t.nodes[u];
+  auto node_line = [&](const Node& node, const std::string& indent) {
     std::string rhs = node.op->name + "(";
     for (size_t i = 0; i < node.in.size(); ++i) rhs += (i ? ", %" : "%") + std::to_string(node.in[i]);
     for (size_t a = 0; a < node.attrs.size(); ++a)
@@ -303,7 +293,21 @@ std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector
     rhs += ")";
     std::string line = pad(values_str(node.out) + " = " + rhs, 48) + aval_str(t.values[node.out[0]].aval);
     std::string where = node.loc >= 0 ? loc_str(node.loc) : "";
-    os << "  " << (where.empty() ? line : pad(line, 72) + "# " + where) << "\n";
+    os << indent << (where.empty() ? line : pad(line, 72) + "# " + where) << "\n";
+  };
+  for (int u : g.items) {
+    if (u < N) {
+      node_line(t.nodes[u], "  ");
+      continue;
+    }
+    // A fused unit: the kernel call, the recorded ops it stands for, and (elementwise) its program.
+    const FusedUnit& fu = g.fusion.units[u - N];
+    std::string line = pad(values_str(fu.out) + " = " + fu.op + "(" + values_str(fu.in) + ")", 48) +
+                       aval_str(t.values[fu.out[0]].aval);
+    os << "  " << pad(line, 72) << "# " << fu.summary << "\n";
+    for (int m : fu.members) node_line(t.nodes[m], "  |   ");
+    for (const auto& a : fu.attrs)
+      if (a.key == "program") os << "  |   program: " << a.val << "\n";
   }
   os << "  return";
   for (size_t i = 0; i < outputs.size(); ++i) {

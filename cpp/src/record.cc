@@ -30,6 +30,21 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   return *(R->ops[creator] = std::move(info));
 }
 
+// Our kernel library's multi-tensor SGD standing in for MXNet's multi_sgd_update /
+// multi_sgd_mom_update: one node with MXNet's multi-kernel arithmetic exactly (MXNet's own
+// op has no symbolic inference in 1.9.1, and crashes above 60 weights). Null when the
+// library is not loaded, fusion is off, or the call is not float32 on the CPU.
+OpInfo* kernel_op_for(const std::string& name, const Trace& t, const std::vector<int>& in) {
+  if (R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
+  for (int v : in)
+    if (t.values[v].aval.dtype != 0 || t.values[v].aval.dev_type != 1) return nullptr;
+  const char* ours = name == "multi_sgd_update" ? "_minpy_multi_sgd_update"
+                   : name == "multi_sgd_mom_update" ? "_minpy_multi_sgd_mom_update" : nullptr;
+  OpHandle h = nullptr;
+  if (!ours || NNGetOpHandle(ours, &h) != 0 || !h) return nullptr;
+  return &op_info(reinterpret_cast<AtomicSymbolCreator>(h));
+}
+
 // The arrays of an `out=` argument (one array or a sequence), borrowed from `out`.
 std::vector<PyObject*> out_arrays(PyObject* out) {
   std::vector<PyObject*> arrays;
@@ -301,7 +316,9 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   const char* lift = op.lift;
   bool hot = *lift && is_hot(ts, op, lift, attrs);
-  if (hot || needs_expansion(op.name)) {
+  OpInfo* ours = hot ? nullptr : kernel_op_for(op.name, t, in);
+  OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
+  if (hot || (needs_expansion(op.name) && !ours)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (int v : in)
         if (t.values[v].node >= 0) return flush_and_retry(ts, op, args);
@@ -317,7 +334,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
 
-  const OpSignature* sig = &R->sigs.lookup(op, attrs, attr_hash, in_avals, np_shape);  // may throw OpInputError
+  const OpSignature* sig = &R->sigs.lookup(rec_op, attrs, attr_hash, in_avals, np_shape);  // may throw OpInputError
   if (!sig->recordable) return fallback(args, op, sig->why_not);
 
   // out=: the written arrays must match what the op produces.
@@ -347,7 +364,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   for (int mi : sig->mutable_inputs)
     if (mi < nin && t.values[in[mi]].node >= 0) return flush_and_retry(ts, op, args);
 
-  int first = append_node(ts, op, std::move(attrs), attr_hash, in, *sig);
+  int first = append_node(ts, rec_op, std::move(attrs), attr_hash, in, *sig);
   t.note_user_op(op.hash);
   std::vector<int> outs;
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));

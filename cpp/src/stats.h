@@ -21,7 +21,7 @@ struct Stats {
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
   uint64_t executions = 0, eager_replays = 0;
   double compile_ms = 0;
-  uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels in compiled graphs, and the ops they replace
+  uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels run, and the recorded ops they stood for
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name
   std::map<std::string, uint64_t> fallback_reasons;

@@ -1,0 +1,325 @@
+"""Fusion: elementwise chains and optimizer updates run in our own kernels (cpp/kernels).
+
+Every test compares with eager MXNet and checks from stats() that the kernels were
+really used (fused_kernels > 0), so a fusion that silently stops happening fails.
+Arithmetic in our kernels is bit-identical to MXNet's; tanh/sigmoid/exp/log/softrelu
+are our own vectorized versions (<= 2 ulp), hence the float32 tolerance of 1e-6, and
+where a 1-ulp difference goes through cancellation or a sum, a tolerance stated
+at the assertion with the reason.
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+
+import minpy_jit
+from conftest import arr, assert_same, rand, run_both, run_jit
+
+pytestmark = pytest.mark.skipif(minpy_jit.kernels() is None, reason="kernel library not built")
+
+
+def fused(res):
+    return res.stats["fused_kernels"]
+
+
+def test_kernel_library_is_loaded():
+    """The build ships the kernel library; without it there is no fusion (and this fails)."""
+    assert minpy_jit.kernels() and minpy_jit.config()["fuse"]
+
+
+def test_small_op_chain_is_one_kernel():
+    def fn(x):
+        for _ in range(100):
+            x = nd.relu(x * 1.01 + 0.5)
+        return x
+
+    res = run_both(fn, arr(rand(32, 32)))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) == 1 and res.stats["fused_ops"] == 300
+    assert "_minpy_fused_elemwise" in minpy_jit.last_graph()
+    assert "program: ld 0;" in minpy_jit.last_graph()
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh", "softrelu", "softsign"])
+def test_activation_chain(act):
+    def fn(x, y):
+        a = nd.Activation(x * 2 - y, act_type=act)
+        return a * y + 1, nd.Activation(a, act_type=act)
+
+    res = run_both(fn, arr(rand(8, 33) * 4), arr(rand(8, 33)))
+    assert_same(res.eager, res.jitted, atol=1e-7)
+    assert fused(res) >= 1
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "square", "abs",
+                                  "negative", "reciprocal", "relu", "softsign"])
+def test_unary_ops_in_a_chain(name):
+    op = getattr(nd, name)
+
+    def fn(x):
+        return op(nd.abs(x) + 0.25) * 0.5
+
+    res = run_both(fn, arr(rand(5, 7) * 3))
+    assert_same(res.eager, res.jitted, atol=1e-7)
+    assert fused(res) == 1
+
+
+def test_scalar_ops_both_sides():
+    def fn(x):
+        return [(x + 2) * 3 - 1, 1 - x / 4, 2 / (x + 5), nd.clip(x * 3, -0.5, 0.75) * 1]
+
+    res = run_both(fn, arr(rand(6, 6) * 2))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) >= 1
+
+
+def test_broadcast_scalar_and_row_inputs():
+    def fn(x, s, row):
+        y = nd.broadcast_mul(x, s) + 1
+        return nd.tanh(nd.broadcast_add(y, row)) * 2
+
+    res = run_both(fn, arr(rand(4, 16)), arr(rand(1, 1)), arr(rand(1, 16)))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) == 1
+
+
+def test_split_gates_like_an_lstm_cell():
+    def fn(i2h, h2h, c):
+        gates = i2h + h2h
+        i, f, g, o = nd.SliceChannel(gates, num_outputs=4)
+        c2 = nd.sigmoid(f) * c + nd.sigmoid(i) * nd.tanh(g)
+        h2 = nd.sigmoid(o) * nd.tanh(c2)
+        return h2, c2
+
+    res = run_both(fn, arr(rand(16, 512)), arr(rand(16, 512)), arr(rand(16, 128)))
+    assert_same(res.eager, res.jitted, atol=1e-7)
+    assert fused(res) == 1
+
+
+def test_slice_axis_last():
+    def fn(x):
+        a = nd.slice_axis(x, axis=-1, begin=2, end=6)
+        b = nd.slice_axis(x, axis=1, begin=-4, end=None)
+        return nd.exp(a) - b * 2
+
+    res = run_both(fn, arr(rand(3, 10)))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) >= 1  # two chains meeting at the subtraction: groups are not merged
+
+
+def test_lstm_cell_loop_matches_eager():
+    """W4's shape: gluon LSTMCell unrolled in Python, forward only."""
+    mx.random.seed(1)
+    cell = gluon.rnn.LSTMCell(32, input_size=8)
+    cell.initialize(mx.init.Xavier())
+    xs = [arr(rand(4, 8, seed=t)) for t in range(6)]
+
+    def fn(h, c):
+        states = [h, c]
+        outs = []
+        for x in xs:
+            out, states = cell(x, states)
+            outs.append(out)
+        return outs, states
+
+    res = run_both(fn, nd.zeros((4, 32)), nd.zeros((4, 32)))
+    assert_same(res.eager, res.jitted, atol=1e-6)
+    assert fused(res) == 6  # one kernel per step: the gates
+
+
+def test_escaping_intermediates_are_outputs():
+    """Values used after the chain (or returned) are written by the kernel too."""
+    def fn(x):
+        a = x * 2
+        b = nd.tanh(a)
+        c = b + a
+        return a, c, nd.sum(b)
+
+    res = run_both(fn, arr(rand(9, 9)))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) == 1
+
+
+def test_in_place_writes_into_existing_arrays():
+    def fn(x, y):
+        x += 1
+        x *= nd.sigmoid(y)
+        nd.relu(x - 0.5, out=y)
+        return x, y
+
+    res = run_both(fn, arr(rand(7, 5)), arr(rand(7, 5)))
+    assert_same(res.eager, res.jitted, atol=2e-7)  # x - 0.5 cancels: 1 ulp of x, absolute
+    assert fused(res) >= 1
+
+
+def test_fusion_keeps_the_graph_acyclic():
+    """A non-elementwise op between two parts of one chain (sum feeding back in)."""
+    def fn(x):
+        a = nd.tanh(x) * 2
+        s = nd.sum(a, axis=1, keepdims=True)  # not fusible, depends on a
+        b = nd.broadcast_mul(a, s) + a        # depends on both
+        return b
+
+    res = run_both(fn, arr(rand(5, 6)))
+    assert_same(res.eager, res.jitted, rtol=3e-6)  # a 1-ulp tanh difference, scaled by the sum
+    assert fused(res) >= 1
+
+
+def test_other_dtypes_are_not_fused():
+    def fn(x):
+        return nd.tanh(x * 2 + 1)
+
+    for dtype in ("float16", "float64"):
+        res = run_both(fn, arr(rand(4, 4)).astype(dtype))
+        assert_same(res.eager, res.jitted)
+        assert fused(res) == 0
+
+
+def test_empty_and_zero_d():
+    def fn(x):
+        return nd.tanh(x * 2 + 1)
+
+    with mx.util.np_shape(True):
+        for shape in [(0, 3), (3, 0)]:
+            res = run_both(fn, nd.array(np.zeros(shape, np.float32)))
+            assert_same(res.eager, res.jitted)
+            assert fused(res) == 1
+        res = run_both(lambda x: nd.sigmoid(x * 2 + 1), nd.array(np.array(0.3, np.float32)))
+        assert res.jitted.shape == ()
+        assert_same(res.eager, res.jitted)
+        assert fused(res) == 1
+
+
+def test_not_fused_under_autograd_recording():
+    """Our kernels have no gradient: recorded segments keep MXNet's ops (exact grads)."""
+    def fn(x):
+        x.attach_grad()
+        with autograd.record():
+            y = nd.tanh(x * 2 + 1)
+        y.backward()
+        return y, x.grad
+
+    res = run_both(fn, arr(rand(4, 4)))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) == 0
+
+
+def test_fuse_off_gives_mxnet_kernels_bit_for_bit():
+    def fn(x):
+        return nd.tanh(nd.sigmoid(x) * 3 - 1)
+
+    minpy_jit.config(fuse=False)
+    try:
+        res = run_both(fn, arr(rand(6, 6)))
+        assert_same(res.eager, res.jitted, rtol=0)
+        assert fused(res) == 0
+    finally:
+        minpy_jit.config(fuse=True)
+
+
+# ---------------------------------------------------------------- optimizer updates
+def make_params(n, shape=(5, 4)):
+    return [arr(rand(*shape, seed=10 + i)) for i in range(n)]
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("kw", [{}, {"wd": 0.01}, {"rescale_grad": 0.5, "clip_gradient": 0.1}])
+def test_per_weight_updates_become_one_kernel(momentum, kw):
+    ws, gs, ms = make_params(5), make_params(5), make_params(5)
+
+    def fn(ws, gs, ms):
+        for w, g, m in zip(ws, gs, ms):
+            if momentum:
+                nd.sgd_mom_update(w, g, m, lr=0.1, momentum=momentum, out=w, **kw)
+            else:
+                nd.sgd_update(w, g, lr=0.1, out=w, **kw)
+        return ws, ms
+
+    res = run_both(fn, ws, gs, ms)
+    assert_same(res.eager, res.jitted, rtol=0)  # same float expression as MXNet's kernel
+    assert fused(res) == 1 and res.stats["fused_ops"] == 5
+
+
+@pytest.mark.parametrize("opt,kw", [("sgd", {}), ("sgd", {"momentum": 0.9, "wd": 1e-3}),
+                                    ("sgd", {"momentum": 0.9, "clip_gradient": 0.05})])
+def test_trainer_step_matches_eager(opt, kw):
+    def train(mode):
+        mx.random.seed(3)
+        net = gluon.nn.Sequential()
+        net.add(gluon.nn.Dense(8, activation="relu"), gluon.nn.Dense(8), gluon.nn.Dense(3))
+        net.initialize(mx.init.Xavier())
+        trainer = gluon.Trainer(net.collect_params(), opt, dict(learning_rate=0.1, **kw))
+        x, y = arr(rand(6, 4, seed=1)), nd.array([0, 1, 2, 0, 1, 2])
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        for _ in range(4):
+            ctx = minpy_jit.jit() if mode == "jit" else _null()
+            with ctx:
+                with autograd.record():
+                    loss = loss_fn(net(x), y)
+                loss.backward()
+                trainer.step(6)
+        return [p.data().asnumpy() for p in net.collect_params().values()]
+
+    before = minpy_jit.stats()["fused_kernels"]
+    limit = minpy_jit.config()["recompile_limit"]
+    minpy_jit.config(recompile_limit=10 ** 9)  # the parametrized runs share one jit() site
+    try:
+        eager, jitted = train("eager"), train("jit")
+    finally:
+        minpy_jit.config(recompile_limit=limit)
+    for e, j in zip(eager, jitted):
+        np.testing.assert_array_equal(j, e)
+    assert minpy_jit.stats()["fused_kernels"] > before
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_two_steps_in_one_trace_are_not_merged():
+    """Step 2's gradient reads step 1's new weight: one multi-update for both would be a cycle."""
+    w = [arr(rand(3, 3, seed=i)) for i in range(2)]
+
+    def fn(w0, w1):
+        for step in range(2):
+            g0, g1 = w0 * w1, w1 + w0
+            nd.sgd_update(w0, g0, lr=0.1, out=w0)
+            nd.sgd_update(w1, g1, lr=0.1, out=w1)
+        return w0, w1
+
+    res = run_both(fn, *w)
+    assert_same(res.eager, res.jitted, rtol=0)
+    assert fused(res) >= 2
+
+
+def test_adam_with_schedule_fuses_lifted_update():
+    """A changing lr is a graph input (lifted); the lifted elementwise update runs fused."""
+    ws, gs = make_params(3), make_params(3)
+    ms, vs = [nd.zeros((5, 4)) for _ in range(3)], [nd.zeros((5, 4)) for _ in range(3)]
+    minpy_jit.reset_stats()
+    eager_w = [w.copy() for w in ws]
+    eager_m, eager_v = [m.copy() for m in ms], [v.copy() for v in vs]
+    for step in range(4):
+        lr = 0.01 / (step + 1)
+        for w, g, m, v in zip(eager_w, gs, eager_m, eager_v):
+            nd.adam_update(w, g, m, v, lr=lr, out=w)
+        with minpy_jit.jit(site="adam-test"):
+            for w, g, m, v in zip(ws, gs, ms, vs):
+                nd.adam_update(w, g, m, v, lr=lr, out=w)
+    for a, b in zip(eager_w + eager_m + eager_v, ws + ms + vs):
+        np.testing.assert_allclose(b.asnumpy(), a.asnumpy(), rtol=1e-6, atol=1e-9)
+    assert minpy_jit.stats()["fused_kernels"] >= 3
+
+
+def test_printout_names_the_fused_ops():
+    def fn(x):
+        return nd.sigmoid(x + 1) * 2
+
+    run_jit(fn, arr(rand(3, 3)))
+    ir = minpy_jit.last_graph()
+    assert "_minpy_fused_elemwise" in ir and "3 ops: " in ir and "sigmoid, _mul_scalar" in ir
+    assert "program: ld 0;" in ir and ";sigmoid " in ir
