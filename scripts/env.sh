@@ -14,10 +14,17 @@ if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ]; then
   $VPY -m pip install -q -r requirements.txt
   touch "$stamp"
 fi
-# Build the extension in place when any C++ source is newer than the built module.
-so=$(ls minpy_jit/_core*.so 2>/dev/null | head -1 || true)
-if [ -z "$so" ] || [ -n "$(find cpp/src setup.py -newer "$so" -type f 2>/dev/null | head -1)" ]; then
-  $VPY setup.py -q build_ext --inplace -j 2
+# Build the extensions in place (the recorder _core and the kernel library _kernels) when
+# either is missing or any C++ source is newer than it.
+stale=""
+for mod in _core _kernels; do
+  so=$(ls minpy_jit/$mod*.so 2>/dev/null | head -1 || true)
+  if [ -z "$so" ] || [ -n "$(find cpp/src cpp/kernels setup.py -newer "$so" -type f 2>/dev/null | head -1)" ]; then
+    stale=1
+  fi
+done
+if [ -n "$stale" ]; then
+  $VPY setup.py -q build_ext --inplace --force -j 2
 fi
 # Make the checkout importable from the venv (the in-place build lives in it).
 site=$($VPY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
