@@ -200,5 +200,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("kernels", []() { return R->kernels; });
   // How flushes detect in-place writes through views: "storage chunk" (no waiting) or
   // "data address" (waits for pending writers; used if the chunk check fails on a build).
+  m.def("peek_works", &peek_works);  // array metadata read without C API calls (peek.cc)
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

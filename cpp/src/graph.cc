@@ -244,7 +244,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     ++g.num_nodes;
     // Our kernels and MXNet's optimizer updates have no gradient; CachedOp builds a
     // backward graph anyway, so their outputs go through BlockGrad.
-    bool block = fused || nondifferentiable.count(node->op->name) > 0;
+    bool block = fused ? nondifferentiable.count(fu->op) > 0 : nondifferentiable.count(node->op->name) > 0;
     for (size_t o = 0; o < out.size(); ++o) {
       if (!block) {
         entry[out[o]] = {id, static_cast<int>(o)};

@@ -28,6 +28,11 @@ inline bool np_shape_mode() {
 }
 
 // Shape, dtype and context of an existing array (one C call each).
+// peek.cc: the abstract value read from the NDArray object itself (false: use aval_of),
+// and whether that reading agreed with the C API on this build.
+bool peek_aval(NDArrayHandle h, AVal* out);
+bool peek_works();
+
 inline AVal aval_of(NDArrayHandle h) {
   AVal a;
   int ndim = 0;
