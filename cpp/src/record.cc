@@ -35,13 +35,13 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
 // op has no symbolic inference in 1.9.1, and crashes above 60 weights). Null when the
 // library is not loaded, fusion is off, or the call is not float32 on the CPU.
 OpInfo* kernel_op_for(const std::string& name, const Trace& t, const std::vector<int>& in) {
-  if (R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
-  for (int v : in)
-    if (t.values[v].aval.dtype != 0 || t.values[v].aval.dev_type != 1) return nullptr;
   const char* ours = name == "multi_sgd_update" ? "_minpy_multi_sgd_update"
                    : name == "multi_sgd_mom_update" ? "_minpy_multi_sgd_mom_update" : nullptr;
+  if (!ours || R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
+  for (int v : in)
+    if (t.values[v].aval.dtype != 0 || t.values[v].aval.dev_type != 1) return nullptr;
   OpHandle h = nullptr;
-  if (!ours || NNGetOpHandle(ours, &h) != 0 || !h) return nullptr;
+  if (NNGetOpHandle(ours, &h) != 0 || !h) return nullptr;
   return &op_info(reinterpret_cast<AtomicSymbolCreator>(h));
 }
 
