@@ -384,3 +384,38 @@ def test_random_programs_match_eager(seed):
     # 1-ulp differences of tanh/sigmoid pass through products and sums: relative slack 1e-5
     assert_same(res.eager, res.jitted, rtol=1e-5, atol=1e-6)
     assert fused(res) >= 1 or seed == 9  # seed 9 draws no fusible chain (checked when written)
+
+
+def test_trainer_multi_tensor_calls_merge_into_one_kernel_call():
+    """Trainer updates a few weights per multi_sgd_mom_update call (4 in MXNet 1.9.1); the
+    calls of one step become a single call of our kernel, with MXNet's arithmetic."""
+    def make():
+        mx.random.seed(5)
+        net = gluon.nn.Sequential()
+        net.add(gluon.nn.Dense(8, activation="relu"), gluon.nn.Dense(8), gluon.nn.Dense(3))
+        net.initialize(mx.init.Xavier())
+        net(nd.ones((2, 4)))
+        for p in net.collect_params().values():
+            p.grad()[:] = nd.array(rand(*p.shape, seed=7))
+        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3})
+
+    def fresh(net):  # what backward() marks; the gradients here are set by hand
+        for p in net.collect_params().values():
+            p.data()._fresh_grad = True
+
+    start = [p.data().asnumpy() for p in make()[0].collect_params().values()]
+    eager_net, eager_tr = make()
+    for _ in range(2):
+        fresh(eager_net)
+        eager_tr.step(4)
+    net, tr = make()
+    for _ in range(2):
+        fresh(net)
+        with minpy_jit.jit():
+            tr.step(4)
+    for a, b, w0 in zip(eager_net.collect_params().values(), net.collect_params().values(), start):
+        np.testing.assert_array_equal(b.data().asnumpy(), a.data().asnumpy())
+        assert not np.array_equal(b.data().asnumpy(), w0)  # the steps really updated
+    top = [ln for ln in minpy_jit.last_graph().splitlines() if "_minpy_multi_sgd_mom_update(" in ln
+           and not ln.startswith("  |")]
+    assert len(top) == 1 and "2 ops: _minpy_multi_sgd_mom_update" in top[0], minpy_jit.last_graph()

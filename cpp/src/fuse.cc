@@ -38,6 +38,9 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"SliceChannel", {kSplit, ""}}, {"split", {kSplit, ""}}, {"slice_axis", {kSlice, ""}},
       {"sgd_update", {kUpdate, "_minpy_multi_sgd_update"}},
       {"sgd_mom_update", {kUpdate, "_minpy_multi_sgd_mom_update"}},
+      // what multi_sgd_* calls (Trainer: a few weights per call) are recorded as
+      {"_minpy_multi_sgd_update", {kUpdate, "_minpy_multi_sgd_update"}},
+      {"_minpy_multi_sgd_mom_update", {kUpdate, "_minpy_multi_sgd_mom_update"}},
   };
   return m;
 }
@@ -46,6 +49,34 @@ std::string attr(const Node& n, const char* key, const char* dflt) {
   for (const auto& a : n.attrs)
     if (a.key == key) return a.val;
   return dflt;
+}
+
+bool momentum_update(const Node& n) {
+  return n.op->name == "sgd_mom_update" || n.op->name == "_minpy_multi_sgd_mom_update";
+}
+
+// "(0.1, 0.2)" or "[0.1, 0.2]" -> {"0.1", "0.2"}: the numbers exactly as written.
+std::vector<std::string> list_items(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == '(' || c == ')' || c == '[' || c == ']' || c == ' ') continue;
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// Per-weight sgd_update rounds differently from the multi-tensor form once wd != 0, so the
+// two never share a kernel call; the momentum forms are the same arithmetic.
+const char* update_formula(const Node& n) {
+  if (momentum_update(n)) return "sgd_mom";
+  return n.op->name == "sgd_update" ? "sgd_update" : "multi_sgd_update";
 }
 
 bool truthy(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
@@ -131,10 +162,11 @@ Kind classify(const Trace& t, const Node& n) {
       return axis_of(n, "0", in.ndim) == in.ndim - 1 ? k : kNone;
     }
     case kUpdate: {
-      size_t want = n.op->name == "sgd_mom_update" ? 3 : 2;
-      if (n.in.size() != want || n.out.size() != 1) return kNone;
-      for (int v : n.in)
-        if (!same_dims(t.values[v].aval, out)) return kNone;
+      size_t stride = momentum_update(n) ? 3 : 2;
+      if (n.out.empty() || n.in.size() != stride * n.out.size()) return kNone;
+      for (size_t w = 0; w < n.out.size(); ++w)
+        for (size_t j = 0; j < stride; ++j)
+          if (!same_dims(t.values[n.in[w * stride + j]].aval, t.values[n.out[w]].aval)) return kNone;
       return k;
     }
     default:
@@ -298,25 +330,33 @@ bool build_elementwise(const Trace& t, const std::vector<int>& group_of, int g, 
   return true;
 }
 
-void build_update(const Trace& t, const Group& grp, FusedUnit* u) {
+bool build_update(const Trace& t, const Group& grp, FusedUnit* u) {
   const Node& first = t.nodes[grp.members[0]];
-  bool mom = first.op->name == "sgd_mom_update";
+  bool mom = momentum_update(first);
   std::vector<std::string> lrs, wds;
   for (int m : grp.members) {
     const Node& n = t.nodes[m];
-    lrs.push_back(attr(n, "lr", "0"));
-    wds.push_back(attr(n, "wd", "0"));
+    if (n.out.size() == 1 && n.op->name.rfind("_minpy_", 0) != 0) {
+      lrs.push_back(attr(n, "lr", "0"));
+      wds.push_back(attr(n, "wd", "0"));
+    } else {  // a multi-tensor call: its per-weight lists
+      std::vector<std::string> l = list_items(attr(n, "lrs", "")), w = list_items(attr(n, "wds", ""));
+      if (l.size() != n.out.size() || w.size() != n.out.size()) return false;
+      lrs.insert(lrs.end(), l.begin(), l.end());
+      wds.insert(wds.end(), w.begin(), w.end());
+    }
     u->in.insert(u->in.end(), n.in.begin(), n.in.end());
-    u->out.push_back(n.out[0]);
+    u->out.insert(u->out.end(), n.out.begin(), n.out.end());
   }
   u->op = rules().at(first.op->name).instr;
-  u->attrs = {{"num_weights", std::to_string(grp.members.size())},
+  u->attrs = {{"num_weights", std::to_string(u->out.size())},
               {"lrs", "(" + join(lrs, ", ") + ")"},
               {"wds", "(" + join(wds, ", ") + ")"},
               {"rescale_grad", attr(first, "rescale_grad", "1")},
               {"clip_gradient", attr(first, "clip_gradient", "-1")}};
   if (mom) u->attrs.push_back({"momentum", attr(first, "momentum", "0")});
-  else u->attrs.push_back({"formula", "sgd_update"});  // per-weight rounding, not multi_sgd_update's
+  else u->attrs.push_back({"formula", update_formula(first)});
+  return true;
 }
 
 }  // namespace
@@ -362,8 +402,8 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
       return true;
     };
     if (k == kUpdate) {
-      std::string key = n.op->name + "|" + attr(n, "momentum", "0") + "|" + attr(n, "rescale_grad", "1") + "|" +
-                        attr(n, "clip_gradient", "-1");
+      std::string key = std::string(update_formula(n)) + "|" + attr(n, "momentum", "0") + "|" +
+                        attr(n, "rescale_grad", "1") + "|" + attr(n, "clip_gradient", "-1");
       auto it = open_update.find(key);
       if (it != open_update.end() && legal(it->second, false)) chosen = it->second;
       if (chosen < 0) {
@@ -416,8 +456,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     const Group& grp = groups[g];
     FusedUnit u;
     if (grp.kind == kUpdate) {
-      if (grp.members.size() < 2) continue;
-      build_update(t, grp, &u);
+      if (grp.members.size() < 2 || !build_update(t, grp, &u)) continue;
     } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, &u)) {
       continue;
     }
