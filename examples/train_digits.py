@@ -145,6 +145,8 @@ def print_stats(s):
           % (s["cache_hits"], s["cache_misses"], s["graphs_cached"], s["cache_evictions"]))
     print("  executions        %d compiled-graph runs, %d eager replays" % (s["executions"], s["eager_replays"]))
     print("  compile time      %.1f ms total" % s["compile_ms"])
+    print("  our kernels       %d calls standing for %d recorded ops (fused elementwise chains, "
+          "multi-tensor updates)" % (s["fused_kernels"], s["fused_ops"]))
     print("  flushes by cause  " + (", ".join("%s: %d" % kv for kv in sorted(s["flushes"].items(),
                                                                             key=lambda kv: -kv[1])) or "none"))
     print("  fallbacks (eager) " + (", ".join("%s: %d" % kv for kv in sorted(s["fallbacks"].items())) or "none"))
