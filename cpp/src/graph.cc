@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "mxapi.h"
+
 namespace minpy {
 
 namespace {
@@ -166,6 +168,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   std::vector<int> arg_nodes;
   std::string nodes;
   int next = 0;
+  bool unproduced = false;  // a reference to a value not emitted yet: an ordering bug, never sent to MXNet
 
   auto begin_node = [&](const char* op, const std::string& name) {
     if (next) nodes += ',';
@@ -229,6 +232,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     }
     nodes += "},\"inputs\":[";
     for (size_t i = 0; i < in.size(); ++i) {
+      if (entry[in[i]].first < 0) unproduced = true;
       if (i) nodes += ',';
       nodes += "[" + std::to_string(entry[in[i]].first) + "," + std::to_string(entry[in[i]].second) + ",0]";
     }
@@ -256,6 +260,13 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     }
   }
 
+  for (const auto& o : outputs) unproduced |= entry[o.value].first < 0;
+  if (unproduced) {
+    // MXNet does not check node references in symbol JSON (it would crash): build the graph
+    // without fusion, or give up on it (the trace then runs eagerly).
+    if (fuse) return lower(t, outputs, nondifferentiable, false);
+    throw MXError("lowering referenced a value before producing it");
+  }
   std::string& js = g.json;
   js = "{\"nodes\":[" + nodes + "],\"arg_nodes\":[";
   for (size_t i = 0; i < arg_nodes.size(); ++i) js += (i ? "," : "") + std::to_string(arg_nodes[i]);
