@@ -37,6 +37,7 @@ MXIsNumpyShape MXSetIsNumpyShape MXIsNumpyDefaultDtype MXSetIsNumpyDefaultDtype
 NNGetOpHandle MXListAllOpNames NNListAllOpNames MXSymbolListAtomicSymbolCreators
 MXSymbolGetAtomicSymbolInfo MXSymbolGetAtomicSymbolName MXFuncGetInfo MXListFunctions
 MXEngineSetBulkSize MXSetNumOMPThreads
+MXFreeCachedOp MXExecutorFree MXDataIterFree MXKVStoreFree MXRecordIOWriterFree MXRecordIOReaderFree
 """.split())
 
 # Friendly flush causes for the C API calls users reach through common methods.

@@ -1094,3 +1094,34 @@ def test_write_into_disjoint_slice_of_viewed_array_matches_eager():
 
     res = run_both(fn, arr(rand(4, 3)))
     assert_same(res.eager, res.jitted)
+
+
+def test_freeing_a_cached_op_inside_a_scope_does_not_flush():
+    """A CachedOp collected by the GC (a hybridized block's, say) is freed with MXFreeCachedOp. That can
+    happen at any allocation, even while an op is being recorded, so it must not flush: it
+    needs no pending data. (Flushing there once corrupted a half-recorded trace.)"""
+    import gc
+
+    class Holder:  # reachable only through a cycle: only the garbage collector frees it
+        def __init__(self):
+            data = mx.sym.var("data")
+            self.op = mx.nd.CachedOp(mx.sym.relu(data))
+            self.op(nd.ones((2, 2))).wait_to_read()
+            self.me = self
+
+    def make_garbage_block():
+        Holder()
+
+    def fn(x):
+        make_garbage_block()
+        y = x * 2 + 1
+        gc.collect()  # frees the CachedOp while y is still pending
+        return nd.relu(y)
+
+    x = arr(rand(4, 4, seed=6))
+    eager = run_eager(lambda v: nd.relu(v * 2 + 1), x)
+    minpy_jit.reset_stats()
+    with minpy_jit.jit():
+        y = fn(x)
+    assert "MXFreeCachedOp" not in minpy_jit.stats()["flushes"], minpy_jit.stats()["flushes"]
+    assert_same(eager, y)

@@ -153,7 +153,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });
   m.def("pending", []() { return R->pending; });
-  m.def("flush", [](const std::string& cause, bool eager) { flush_all(cause, eager); }, py::arg("cause"),
+  m.def("flush", [](const std::string& cause, bool eager) {
+        // Python running *inside* our recording of an op on this thread (a garbage-collected
+        // object's __del__ freeing a CachedOp, say) must not flush the half-recorded trace.
+        // Our own flushes inside recording happen at safe points and do not come through here.
+        if (me().busy) return;
+        flush_all(cause, eager);
+      }, py::arg("cause"),
         py::arg("eager") = false, "Run pending work; eager=True replays it op by op (tape nodes per op).");
   m.def("stats", &stats_dict);
   m.def("events", &events);
