@@ -419,3 +419,15 @@ def test_trainer_multi_tensor_calls_merge_into_one_kernel_call():
     top = [ln for ln in minpy_jit.last_graph().splitlines() if "_minpy_multi_sgd_mom_update(" in ln
            and not ln.startswith("  |")]
     assert len(top) == 1 and "2 ops: _minpy_multi_sgd_mom_update" in top[0], minpy_jit.last_graph()
+
+
+def test_very_long_chain_is_split_into_bounded_kernels():
+    """A 3000-op chain (one trace) becomes several kernels of at most 512 ops each."""
+    def fn(x):
+        for _ in range(1000):
+            x = nd.relu(x * 1.001 - 0.01)
+        return x
+
+    res = run_both(fn, arr(rand(4, 4)))
+    assert_same(res.eager, res.jitted)
+    assert res.stats["fused_ops"] == 3000 and res.stats["fused_kernels"] == 6  # ceil(3000 / 512)

@@ -12,6 +12,10 @@ namespace {
 
 enum Kind { kNone, kUnary, kScalar, kBinary, kClip, kSplit, kSlice, kUpdate };
 
+// Ops per elementwise group at most: the program builder recurses along the chain, so this
+// bounds its stack use (a trace may hold 10000 ops), and keeps each program's buffers small.
+constexpr size_t kMaxGroupOps = 512;
+
 struct Rule {
   Kind kind;
   const char* instr;  // the kernel instruction (kUpdate: the multi-tensor op)
@@ -418,7 +422,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
       for (auto v = n.in.rbegin(); v != n.in.rend() && chosen < 0; ++v) {
         int p = t.values[*v].node;
         int g = p >= 0 ? group_of[p] : -1;
-        if (g < 0 || groups[g].kind == kUpdate) continue;
+        if (g < 0 || groups[g].kind == kUpdate || groups[g].members.size() >= kMaxGroupOps) continue;
         const AVal& gs = groups[g].shape;
         bool fits = reshapes ? same_dims(gs, in0) : (same_dims(gs, out) || gs.size() == 1);
         if (fits && legal(g, true)) chosen = g;
