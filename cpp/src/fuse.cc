@@ -1,10 +1,11 @@
 #include "fuse.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
+
+#include "rewrite.h"
 
 namespace minpy {
 
@@ -49,11 +50,7 @@ const std::unordered_map<std::string, Rule>& rules() {
   return m;
 }
 
-std::string attr(const Node& n, const char* key, const char* dflt) {
-  for (const auto& a : n.attrs)
-    if (a.key == key) return a.val;
-  return dflt;
-}
+std::string attr(const Node& n, const char* key, const char* dflt) { return attr_value(n.attrs, key, dflt); }
 
 bool momentum_update(const Node& n) {
   return n.op->name == "sgd_mom_update" || n.op->name == "_minpy_multi_sgd_mom_update";
@@ -85,10 +82,10 @@ const char* update_formula(const Node& n) {
 
 bool truthy(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
 
+// Activation's act_type -> the kernel instruction (the same names), or null if not fusible.
 const char* activation_instr(const std::string& act) {
-  if (act == "relu" || act == "sigmoid" || act == "tanh" || act == "softrelu" || act == "softsign")
-    return act == "relu" ? "relu" : act == "sigmoid" ? "sigmoid" : act == "tanh" ? "tanh"
-         : act == "softrelu" ? "softrelu" : "softsign";
+  for (const char* name : {"relu", "sigmoid", "tanh", "softrelu", "softsign"})
+    if (act == name) return name;
   return nullptr;
 }
 
@@ -111,12 +108,6 @@ int64_t rows(const AVal& a) {
 // (1,..,1,C) against an output (..,C): one row read for every output row.
 bool row_broadcast(const AVal& in, const AVal& out) {
   return in.ndim >= 1 && in.ndim <= out.ndim && last_dim(in) == last_dim(out) && rows(in) == 1;
-}
-
-std::string f32_literal(double v) {
-  char buf[40];
-  snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
-  return buf;
 }
 
 std::string shape_attr(const AVal& a) {
@@ -236,8 +227,8 @@ class ProgramBuilder {
                               : push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(c));
       } else if (rule.kind == kClip) {
         r = push("clip " + std::to_string(regs[0]) + " " +
-                 f32_literal(std::strtod(attr(n, "a_min", "0").c_str(), nullptr)) + " " +
-                 f32_literal(std::strtod(attr(n, "a_max", "0").c_str(), nullptr)));
+                 float32_str(std::strtod(attr(n, "a_min", "0").c_str(), nullptr)) + " " +
+                 float32_str(std::strtod(attr(n, "a_max", "0").c_str(), nullptr)));
       } else {
         r = push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(regs[1]));
       }
@@ -264,7 +255,7 @@ class ProgramBuilder {
     return static_cast<int>(program.size()) - 1;
   }
   int constant(double v) {
-    std::string lit = f32_literal(v);
+    std::string lit = float32_str(v);
     auto it = consts_.find(lit);
     if (it != consts_.end()) return it->second;
     return consts_[lit] = push("c " + lit);

@@ -6,6 +6,12 @@
 
 namespace minpy {
 
+std::string float32_str(double v) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  return buf;
+}
+
 namespace {
 
 struct ScalarForm {
@@ -29,14 +35,8 @@ const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
   return m;
 }
 
-std::string get(const std::vector<Attr>& attrs, const char* key, const char* dflt) {
-  for (const auto& a : attrs)
-    if (a.key == key) return a.val;
-  return dflt;
-}
-
 double num(const std::vector<Attr>& attrs, const char* key, double dflt) {
-  std::string s = get(attrs, key, "");
+  std::string s = attr_value(attrs, key, "");
   return s.empty() ? dflt : std::strtod(s.c_str(), nullptr);
 }
 
@@ -56,16 +56,9 @@ std::vector<double> num_list(const std::string& s) {
   return out;
 }
 
-// A float attribute exactly as MXNet's float32 kernels see it.
-std::string f32(double v) {
-  char buf[40];
-  snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
-  return buf;
-}
+int scal(Emitter& em, const char* op, int x, double s) { return em.node(op, {{"scalar", float32_str(s)}}, {x}); }
 
-int scal(Emitter& em, const char* op, int x, double s) { return em.node(op, {{"scalar", f32(s)}}, {x}); }
-
-int clip(Emitter& em, int x, double c) { return em.node("clip", {{"a_min", f32(-c)}, {"a_max", f32(c)}}, {x}); }
+int clip(Emitter& em, int x, double c) { return em.node("clip", {{"a_min", float32_str(-c)}, {"a_max", float32_str(c)}}, {x}); }
 
 // (1 - lr*wd)*w - lr*clip(rescale*g)            [SGDKernel]
 int sgd(Emitter& em, int w, int g, int LR, double wd, double rescale, double clip_g) {
@@ -145,7 +138,7 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
   if (op == "multi_sgd_update" || op == "multi_sgd_mom_update") {
     bool mom = op == "multi_sgd_mom_update";
     size_t stride = mom ? 3 : 2;
-    std::vector<double> lrs = num_list(get(attrs, "lrs", "")), wds = num_list(get(attrs, "wds", ""));
+    std::vector<double> lrs = num_list(attr_value(attrs, "lrs", "")), wds = num_list(attr_value(attrs, "wds", ""));
     size_t n = in.size() / stride;
     if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
     std::vector<int> LRs;  // all constants first: a failure must not leave half an expansion behind
@@ -176,16 +169,16 @@ bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const 
   if (!needs_expansion(op)) return false;
   bool mom = op == "multi_sgd_mom_update";
   size_t stride = mom ? 3 : 2;
-  std::vector<double> lrs = num_list(get(attrs, "lrs", "")), wds = num_list(get(attrs, "wds", ""));
+  std::vector<double> lrs = num_list(attr_value(attrs, "lrs", "")), wds = num_list(attr_value(attrs, "wds", ""));
   size_t n = in.size() / stride;
   if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
   for (size_t i = 0; i < n; ++i) {
     // The attribute strings are those the multi op's kernel parses (float32 params), one weight each.
-    std::vector<Attr> a = {{"lr", f32(lrs[i])},
-                           {"wd", f32(wds[i])},
-                           {"rescale_grad", get(attrs, "rescale_grad", "1")},
-                           {"clip_gradient", get(attrs, "clip_gradient", "-1")}};
-    if (mom) a.push_back({"momentum", get(attrs, "momentum", "0")});
+    std::vector<Attr> a = {{"lr", float32_str(lrs[i])},
+                           {"wd", float32_str(wds[i])},
+                           {"rescale_grad", attr_value(attrs, "rescale_grad", "1")},
+                           {"clip_gradient", attr_value(attrs, "clip_gradient", "-1")}};
+    if (mom) a.push_back({"momentum", attr_value(attrs, "momentum", "0")});
     std::vector<int> args(in.begin() + i * stride, in.begin() + (i + 1) * stride);
     outs->push_back(em.node(mom ? "sgd_mom_update" : "sgd_update", a, args));
   }

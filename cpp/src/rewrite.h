@@ -35,6 +35,9 @@ class Emitter {
   virtual int constant(double v, int like) = 0;
 };
 
+// A float attribute exactly as MXNet's float32 kernels see it ("%.9g" of the float).
+std::string float32_str(double v);
+
 // The attribute whose changing value would be lifted for this op, or "" if none.
 const char* liftable_attr(const std::string& op);
 

@@ -37,6 +37,13 @@ struct Attr {
   bool operator==(const Attr& o) const { return key == o.key && val == o.val; }
 };
 
+// The value of attribute `key`, or `dflt` when the call did not set it.
+inline std::string attr_value(const std::vector<Attr>& attrs, const char* key, const char* dflt) {
+  for (const auto& a : attrs)
+    if (a.key == key) return a.val;
+  return dflt;
+}
+
 // The attributes' contribution to an op signature and to the trace key.
 inline uint64_t hash_attrs(const std::vector<Attr>& attrs) {
   uint64_t h = 0x41;
