@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 SRC="$ROOT/cpp/src"
 g++ -O2 -std=c++17 -Wall -Wno-unused-parameter \
   -I"$MX/include" -I"$SRC" \
-  "$HERE/bench_trace.cc" "$SRC/trace.cc" "$SRC/infer.cc" "$SRC/graph.cc" "$SRC/fuse.cc" "$SRC/executor.cc" "$SRC/explain.cc" \
+  "$HERE/bench_trace.cc" "$SRC/trace.cc" "$SRC/infer.cc" "$SRC/graph.cc" "$SRC/fuse.cc" "$SRC/rewrite.cc" "$SRC/peek.cc" "$SRC/executor.cc" "$SRC/explain.cc" \
   -L"$MX" -l:libmxnet.so -Wl,-rpath,"$MX" \
   -o "$OUT/bench_trace"
 exec "$OUT/bench_trace" "$@"

@@ -51,28 +51,6 @@ void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = 
   for (PyObject* obj : drop) Py_DECREF(obj);
 }
 
-// Storage identity without touching data. An NDArrayHandle is a `mxnet::NDArray*`
-// whose first member is the shared_ptr to its storage chunk, which every view
-// (reshape, slice, detach) shares and nothing else does. Reading the word needs no
-// allocation, so unlike MXNDArrayGetData it cannot race the engine allocating a
-// delay-allocated array. Checked once against real views before it is trusted.
-const void* chunk_of(NDArrayHandle h) { return *static_cast<void* const*>(h); }
-
-bool chunk_identity_works() {
-  static const bool works = [] {
-    const uint32_t shape[] = {4};
-    NDArrayHandle a = nullptr, b = nullptr, view = nullptr;
-    if (MXNDArrayCreateEx(shape, 1, 1, 0, 1, 0, &a) || MXNDArrayCreateEx(shape, 1, 1, 0, 1, 0, &b)) return false;
-    bool ok = MXNDArraySlice(a, 1, 3, &view) == 0 && chunk_of(a) && chunk_of(a) == chunk_of(view) &&
-              chunk_of(a) != chunk_of(b);
-    if (view) MXNDArrayFree(view);
-    MXNDArrayFree(a);
-    MXNDArrayFree(b);
-    return ok;
-  }();
-  return works;
-}
-
 // The same question by data addresses, for a build where chunk identity fails its check.
 // Reading a data pointer allocates a delay-allocated array, and so does the engine op that
 // first writes it: done concurrently, that races. So pending writers finish first

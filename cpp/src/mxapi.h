@@ -27,13 +27,17 @@ inline bool np_shape_mode() {
   return cur != 0;
 }
 
-// Shape, dtype and context of an existing array (one C call each).
-// peek.cc: the abstract value read from the NDArray object itself (false: use aval_of),
-// and whether that reading agreed with the C API on this build.
+// peek.cc: reading the mxnet::NDArray object behind a handle without the C API, each
+// reading checked once against the C API on real arrays before it is trusted.
+//   peek_aval: shape/dtype/context of a dense array of known shape (false: ask the C API);
+//   chunk_of: the storage chunk every view of the array shares (for alias checks).
 bool peek_aval(NDArrayHandle h, AVal* out);
 bool peek_works();
+const void* chunk_of(NDArrayHandle h);
+bool chunk_identity_works();
 
-inline AVal aval_of(NDArrayHandle h) {
+// Shape, dtype and context of an existing array through the C API (one call each).
+inline AVal aval_of_c_api(NDArrayHandle h) {
   AVal a;
   int ndim = 0;
   const int* dims = nullptr;
@@ -46,7 +50,17 @@ inline AVal aval_of(NDArrayHandle h) {
   return a;
 }
 
+// The same, read from the object when it can be (a new input costs ~1.5 us less).
+inline AVal aval_of(NDArrayHandle h) {
+  AVal a;
+  if (peek_works() && peek_aval(h, &a)) return a;
+  return aval_of_c_api(h);
+}
+
+// Storage type (0 dense); a dense array the peek can read needs no C call.
 inline int stype_of(NDArrayHandle h) {
+  AVal a;
+  if (peek_works() && peek_aval(h, &a)) return 0;
   int st = 0;
   MX_CALL(MXNDArrayGetStorageType(h, &st));
   return st;

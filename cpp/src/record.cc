@@ -286,14 +286,11 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       in[i] = it->second.value;
       continue;
     }
-    Slot* slot = nullptr;
-    AVal peeked;
-    if (peek_works() && peek_aval(h, &peeked)) {  // dense, known shape: no C API calls
-      in[i] = t.value_of(h, &peeked, &slot);
-    } else {
-      if (stype_of(h) != 0) return fallback(args, op, "sparse input");
-      in[i] = t.value_of(h, nullptr, &slot);
+    if (stype_of(h) != 0) {
+      return fallback(args, op, "sparse input");
     }
+    Slot* slot = nullptr;
+    in[i] = t.value_of(h, nullptr, &slot);
     Py_INCREF(arr);
     slot->owner = arr;
   }

@@ -97,7 +97,6 @@ std::string user_site();
 void log_line(const std::string& s);
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
 void flush_all(const std::string& cause, bool force_eager = false);
-bool chunk_identity_works();
 
 // record.cc
 uint64_t hash_str(const std::string& s);
