@@ -34,15 +34,17 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
 // multi_sgd_mom_update: one node with MXNet's multi-kernel arithmetic exactly (MXNet's own
 // op has no symbolic inference in 1.9.1, and crashes above 60 weights). Null when the
 // library is not loaded, fusion is off, or the call is not float32 on the CPU.
-OpInfo* kernel_op_for(const std::string& name, const Trace& t, const std::vector<int>& in) {
-  const char* ours = name == "multi_sgd_update" ? "_minpy_multi_sgd_update"
-                   : name == "multi_sgd_mom_update" ? "_minpy_multi_sgd_mom_update" : nullptr;
-  if (!ours || R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
+OpInfo* kernel_op_for(OpInfo& op, const Trace& t, const std::vector<int>& in) {
+  if (!needs_expansion(op.name) || R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
   for (int v : in)
     if (t.values[v].aval.dtype != 0 || t.values[v].aval.dev_type != 1) return nullptr;
-  OpHandle h = nullptr;
-  if (NNGetOpHandle(ours, &h) != 0 || !h) return nullptr;
-  return &op_info(reinterpret_cast<AtomicSymbolCreator>(h));
+  if (!op.kernel_twin) {
+    OpHandle h = nullptr;
+    const char* ours = op.name == "multi_sgd_update" ? "_minpy_multi_sgd_update" : "_minpy_multi_sgd_mom_update";
+    if (NNGetOpHandle(ours, &h) != 0 || !h) return nullptr;
+    op.kernel_twin = &op_info(reinterpret_cast<AtomicSymbolCreator>(h));
+  }
+  return op.kernel_twin;
 }
 
 // The arrays of an `out=` argument (one array or a sequence), borrowed from `out`.
@@ -316,7 +318,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   const char* lift = op.lift;
   bool hot = *lift && is_hot(ts, op, lift, attrs);
-  OpInfo* ours = hot ? nullptr : kernel_op_for(op.name, t, in);
+  OpInfo* ours = hot ? nullptr : kernel_op_for(op, t, in);
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
   if (hot || (needs_expansion(op.name) && !ours)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them

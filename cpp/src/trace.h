@@ -30,6 +30,7 @@ struct OpInfo {
   std::string var_num_args;  // attribute carrying the input count of variadic ops (concat: num_args)
   const char* lift = "";     // attribute lifted when it changes (rewrite.h), "" if none
   bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
+  OpInfo* kernel_twin = nullptr;  // multi_sgd_*: our multi-tensor op recorded in its place (resolved once)
 };
 
 struct Attr {
