@@ -171,11 +171,8 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
   std::shared_ptr<Executor> exe;
   try {
     exe = compile(t, outputs, &R->nondiff, R->cfg.fuse && !R->kernels.empty(), &g);
-    exe->fused_kernels = static_cast<int>(g.fusion.units.size());
-    for (const auto& u : g.fusion.units) exe->fused_ops += static_cast<int>(u.members.size());
-    for (int item : g.items)  // ops recorded as our kernels directly (multi-tensor SGD)
-      if (item < static_cast<int>(t.nodes.size()) && t.nodes[item].op->name.rfind("_minpy_", 0) == 0)
-        ++exe->fused_kernels, ++exe->fused_ops;
+    exe->fused_kernels = g.kernel_calls;
+    exe->fused_ops = g.kernel_ops;
   } catch (const MXError& e) {
     ev->miss_reason += std::string(" | compile failed, runs eagerly: ") + first_line(e.what());
     exe = std::make_shared<Executor>();

@@ -246,6 +246,10 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     json_of_unit[u] = id;
     g.items.push_back(u);
     ++g.num_nodes;
+    if (fused || node->op->name.rfind("_minpy_", 0) == 0) {
+      ++g.kernel_calls;
+      g.kernel_ops += fused ? static_cast<int>(fu->members.size()) : 1;
+    }
     // Our kernels and MXNet's optimizer updates have no gradient; CachedOp builds a
     // backward graph anyway, so their outputs go through BlockGrad.
     bool block = fused ? nondifferentiable.count(fu->op) > 0 : nondifferentiable.count(node->op->name) > 0;

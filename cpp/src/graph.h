@@ -34,6 +34,8 @@ struct LoweredGraph {
   std::vector<int> items;
   FusionPlan fusion;
   int num_nodes = 0;              // operator nodes (BlockGrad wrappers excluded)
+  int kernel_calls = 0;           // nodes that are our kernels (fused units, multi-tensor SGD)...
+  int kernel_ops = 0;             // ...and the recorded ops they stand for
 };
 
 LoweredGraph lower(const Trace& trace, const std::vector<OutputSpec>& outputs,
