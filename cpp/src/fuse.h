@@ -38,6 +38,12 @@ struct FusedUnit {
 struct FusionPlan {
   std::vector<FusedUnit> units;
   std::vector<int> unit_of_node;  // per trace node: index into units, or -1
+
+  // Lowering's unit id of a trace node: the node itself, or (trace size + unit index) if fused.
+  int unit_id(int node) const {
+    int u = unit_of_node[node];
+    return u >= 0 ? static_cast<int>(unit_of_node.size()) + u : node;
+  }
 };
 
 // `live`: nodes kept by lowering; `preds`: per node, the earlier nodes it must

@@ -93,7 +93,7 @@ std::vector<int> unit_order(const Trace& t, const std::vector<char>& live, const
   std::vector<std::vector<int>> members(plan.units.size());
   for (int n = 0; n < N; ++n)
     if (plan.unit_of_node[n] >= 0) members[plan.unit_of_node[n]].push_back(n);
-  auto unit_of = [&](int n) { return plan.unit_of_node[n] >= 0 ? N + plan.unit_of_node[n] : n; };
+  auto unit_of = [&](int n) { return plan.unit_id(n); };
   auto preds = [&](int u) {
     std::vector<int> ps;
     auto add_node = [&](int m) {
@@ -182,7 +182,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     row_ptr.push_back(row_ptr.back() + num_outputs);
     return next++;
   };
-  auto unit_of = [&](int n) { return plan.unit_of_node[n] >= 0 ? N + plan.unit_of_node[n] : n; };
+  auto unit_of = [&](int n) { return plan.unit_id(n); };
 
   // CachedOp refuses a graph without inputs (zeros, random draws): give it a dummy one,
   // attached by a control dependency to the first node.
