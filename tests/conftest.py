@@ -166,9 +166,10 @@ def arr(a):
 def mxnet_kernels():
     """For tests about something other than fusion that compare bit for bit (printed
     strings, exact sums) or count graph nodes: MXNet's own kernels everywhere."""
+    previous = minpy_jit.config()["fuse"]
     minpy_jit.config(fuse=False)
     yield
-    minpy_jit.config(fuse=True)
+    minpy_jit.config(fuse=previous)
 
 
 def here():

@@ -7,6 +7,8 @@ are our own vectorized versions (<= 2 ulp), hence the float32 tolerance of 1e-6,
 where a 1-ulp difference goes through cancellation or a sum, a tolerance stated
 at the assertion with the reason.
 """
+import contextlib
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -252,7 +254,7 @@ def test_trainer_step_matches_eager(opt, kw):
         x, y = arr(rand(6, 4, seed=1)), nd.array([0, 1, 2, 0, 1, 2])
         loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         for _ in range(4):
-            ctx = minpy_jit.jit() if mode == "jit" else _null()
+            ctx = minpy_jit.jit() if mode == "jit" else contextlib.nullcontext()
             with ctx:
                 with autograd.record():
                     loss = loss_fn(net(x), y)
@@ -270,14 +272,6 @@ def test_trainer_step_matches_eager(opt, kw):
     for e, j in zip(eager, jitted):
         np.testing.assert_array_equal(j, e)
     assert minpy_jit.stats()["fused_kernels"] > before
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def test_two_steps_in_one_trace_are_not_merged():
