@@ -41,6 +41,10 @@ def config(**options):
     """Set options; with no arguments return them all.
 
     max_ops: flush when a trace reaches this many ops (default 10000)
+    segment_ops: a longer trace is started in segments of about this many ops, so MXNet runs
+          one while Python records the next (default 128; 0 turns it off). Cuts fall where the
+          op that ended the last segment comes round again, so a loop's segments repeat and
+          hit the cache.
     cache_size: compiled executors kept, LRU (default 256)
     recompile_limit: distinct graphs per jit() site before it runs eagerly (default 8)
     track_source: remember the user line of every recorded op (default True)

@@ -172,6 +172,15 @@ def mxnet_kernels():
     minpy_jit.config(fuse=previous)
 
 
+@pytest.fixture
+def whole_traces():
+    """For tests about what one trace becomes (kernel counts of long chains): no segments."""
+    previous = minpy_jit.config()["segment_ops"]
+    minpy_jit.config(segment_ops=0)
+    yield
+    minpy_jit.config(segment_ops=previous)
+
+
 def here():
     """Line number of the caller's current line."""
     import sys

@@ -29,7 +29,7 @@ def test_kernel_library_is_loaded():
     assert minpy_jit.kernels() and minpy_jit.config()["fuse"]
 
 
-def test_small_op_chain_is_one_kernel():
+def test_small_op_chain_is_one_kernel(whole_traces):
     def fn(x):
         for _ in range(100):
             x = nd.relu(x * 1.01 + 0.5)
@@ -415,7 +415,7 @@ def test_trainer_multi_tensor_calls_merge_into_one_kernel_call():
     assert len(top) == 1 and "2 ops: _minpy_multi_sgd_mom_update" in top[0], minpy_jit.last_graph()
 
 
-def test_very_long_chain_is_split_into_bounded_kernels():
+def test_very_long_chain_is_split_into_bounded_kernels(whole_traces):
     """A 3000-op chain (one trace) becomes several kernels of at most 512 ops each."""
     def fn(x):
         for _ in range(1000):

@@ -23,7 +23,7 @@ void set_site(ThreadState& ts) {
 
 void enter(const std::string& site) {
   ThreadState& ts = me();
-  ++ts.depth;
+  if (++ts.depth == 1) ts.flush_ordinal = 0;
   ts.sites.push_back(site);
   set_site(ts);
 }
@@ -175,6 +175,7 @@ PYBIND11_MODULE(_core, m) {
       std::string k = py::str(item.first);
       py::handle v = item.second;
       if (k == "max_ops") R->cfg.max_ops = std::max<size_t>(1, v.cast<size_t>());
+      else if (k == "segment_ops") R->cfg.segment_ops = v.cast<size_t>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -192,6 +193,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("config", []() {
     py::dict d;
     d["max_ops"] = R->cfg.max_ops;
+    d["segment_ops"] = R->cfg.segment_ops;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

@@ -196,11 +196,16 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
   R->stats.compile_ms += exe->compile_ms;
   ev->compile_ms = exe->compile_ms;
   ev->graph_nodes = exe->num_nodes;
-  if (ts.site && ++ts.site->compiles > R->cfg.recompile_limit && !ts.site->eager) {
-    ts.site->eager = true;
-    log_line("minpy_jit: WARNING: the jit() scope at " + site + " compiled " + std::to_string(ts.site->compiles) +
-             " different graphs (limit " + std::to_string(R->cfg.recompile_limit) +
-             "); it runs eagerly from now on. Last reason: " + ev->miss_reason);
+  if (ts.site) {
+    ++ts.site->compiles;
+    const int here = ++ts.site->compiles_at[ts.flush_ordinal];
+    if (here > R->cfg.recompile_limit && !ts.site->eager) {
+      ts.site->eager = true;
+      log_line("minpy_jit: WARNING: the jit() scope at " + site + " compiled " + std::to_string(here) +
+               " different graphs for its flush #" + std::to_string(ts.flush_ordinal) + " (limit " +
+               std::to_string(R->cfg.recompile_limit) + "); it runs eagerly from now on. Last reason: " +
+               ev->miss_reason);
+    }
   }
   if (R->cfg.log_recompiles)
     log_line("minpy_jit: compile " + ev->key + " nodes=" + std::to_string(ev->graph_nodes) + " ms=" +
@@ -211,10 +216,12 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
   Trace& t = ts.trace;
   if (ts.flushing) return;
+  ts.segment_anchor = 0;  // a segment cut sets it again once this returns
   if (t.nodes.empty()) {
     release_trace(t);
     return;
   }
+  ++ts.flush_ordinal;
   FlushingGuard guard(ts);
   FlushEvent ev;
   ev.cause = cause;

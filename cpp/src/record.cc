@@ -60,6 +60,19 @@ std::vector<PyObject*> out_arrays(PyObject* out) {
   return arrays;
 }
 
+// A long trace is flushed in segments so that MXNet runs one segment while Python records
+// the next. A segment of at least segment_ops ops ends after an op like the one that ended
+// the previous segment (or like the scope's first op). In a loop the cuts then fall at the
+// same place in every iteration and the segments repeat: they hit the cache instead of
+// compiling anew. Without such an op the segment ends at twice segment_ops.
+bool segment_due(const ThreadState& ts) {
+  const size_t every = R->cfg.segment_ops, n = ts.trace.nodes.size();
+  if (every == 0 || n < every) return false;
+  if (n >= 2 * every) return true;
+  const uint64_t anchor = ts.segment_anchor ? ts.segment_anchor : ts.trace.nodes.front().content;
+  return ts.trace.nodes.back().content == anchor;
+}
+
 // The arrays a call returns: out= arrays rebound to the new values, or new lazy arrays.
 py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std::vector<PyObject*>& out_objs,
                         PyObject* out, bool is_np, bool as_list) {
@@ -99,7 +112,13 @@ py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std
     }
     if (as_list || n != 1) result = lst;
   }
-  if (t.nodes.size() >= R->cfg.max_ops) flush_thread(ts, "op count cap", user_site());
+  if (t.nodes.size() >= R->cfg.max_ops) {
+    flush_thread(ts, "op count cap", user_site());
+  } else if (segment_due(ts)) {
+    uint64_t last = t.nodes.back().content;
+    flush_thread(ts, "segment", user_site());
+    ts.segment_anchor = last;
+  }
   return result;
 }
 

@@ -24,6 +24,7 @@ namespace py = pybind11;
 
 struct Config {
   size_t max_ops = 10000;    // flush when a trace reaches this many ops
+  size_t segment_ops = 128;  // long traces run in segments of about this many ops (0: off), see segment_due
   size_t pool_per_aval = 4096;  // recycled lazy arrays kept per abstract value (no data: a few hundred bytes each)
   int recompile_limit = 8;   // distinct graphs per scope site before it runs eagerly
   bool track_source = true;
@@ -36,6 +37,8 @@ struct ThreadState {
   int depth = 0;
   bool flushing = false;
   int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
+  int flush_ordinal = 0;           // flushes so far in the outermost open scope (this one is numbered)
+  uint64_t segment_anchor = 0;     // content of the op that ended the last segment, 0 after other flushes
   std::vector<std::string> sites;  // scope entry sites, innermost last
   struct Site* site = nullptr;     // the innermost site's record (stable: map nodes do not move)
   uint64_t site_hash = 0;
@@ -44,6 +47,9 @@ struct ThreadState {
 
 struct Site {
   int compiles = 0;
+  // Distinct graphs compiled per flush ordinal within the scope: a scope that always runs as
+  // the same few segments compiles each once; a storm keeps adding graphs at one ordinal.
+  std::unordered_map<int, int> compiles_at;
   bool eager = false;  // recompile limit hit: the site runs eagerly from now on
 };
 

@@ -64,6 +64,7 @@ struct Node {
   std::vector<NDArrayHandle> targets;  // per output: the existing array written in place (out=), or null
   int loc = -1;              // source location id (see SourceTable), -1 when not tracked
   uint64_t position = 0;     // the trace key just after this node: the node and everything before it
+  uint64_t content = 0;      // what the node is, not where: op, attributes, output avals (segment cuts)
 };
 
 struct Value {

@@ -1,0 +1,160 @@
+"""Long traces run in segments (config segment_ops): MXNet executes one segment while Python
+records the next. Every test compares with eager MXNet; the segment structure (how many cuts,
+which graphs repeat, how the recompile limit counts them) is asserted from stats()."""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+
+import minpy_jit
+from conftest import arr, assert_same, here, rand, run_both, run_eager
+
+pytestmark = pytest.mark.usefixtures("isolated_runtime")
+
+
+def chain(x, steps):
+    for _ in range(steps):
+        x = nd.relu(x * 1.01 + 0.5)
+    return x
+
+
+def test_long_chain_runs_in_segments_with_eager_results():
+    minpy_jit.config(segment_ops=30)
+    res = run_both(lambda x: chain(x, 100), arr(rand(8, 8)))
+    assert_same(res.eager, res.jitted)
+    # 300 ops, period 3: a cut after the op like the first once 30 are recorded (31 ops a
+    # segment); whether the scope exit finds ops left depends on how the scalars were recorded
+    assert res.stats["flushes"]["segment"] in (9, 10), res.stats["flushes"]
+    assert res.stats["ops_recorded"] == 300
+
+
+def test_a_loop_repeats_its_segments_so_they_hit_the_cache():
+    """The cut falls at the same place of each iteration: the middle segments are one graph."""
+    minpy_jit.config(segment_ops=30)
+    minpy_jit._core.clear_cache()
+    x0 = arr(rand(8, 8))
+    ref = run_eager(lambda x: chain(x, 100), x0)
+    misses = []
+    for _ in range(3):
+        before = minpy_jit.stats()["cache_misses"]
+        with minpy_jit.jit():
+            y = chain(x0, 100)
+        assert_same(ref, y)
+        misses.append(minpy_jit.stats()["cache_misses"] - before)
+    # first segment, the repeated middle one, the tail: three graphs, then only hits
+    assert misses == [3, 0, 0], misses
+
+
+def test_off_gives_one_graph():
+    minpy_jit.config(segment_ops=0)
+    res = run_both(lambda x: chain(x, 100), arr(rand(8, 8)))
+    assert_same(res.eager, res.jitted)
+    assert res.stats["flushes"] == {"scope exit": 1}
+
+
+def test_without_a_repeating_op_the_cut_comes_at_twice_segment_ops():
+    minpy_jit.config(segment_ops=10)
+
+    def fn(x):
+        for i in range(45):  # every op differs from the first (distinct shapes)
+            x = nd.concat(x, nd.slice_axis(x, axis=1, begin=0, end=1), dim=1) if i % 2 else nd.sin(x)
+        return x
+
+    res = run_both(fn, arr(rand(2, 2)))
+    assert_same(res.eager, res.jitted, rtol=1e-6)
+    assert res.stats["flushes"].get("segment", 0) >= 2, res.stats["flushes"]
+
+
+def test_gradients_through_segments_equal_eager():
+    minpy_jit.config(segment_ops=16)
+    w0 = rand(6, 6, seed=1)
+    x0 = rand(4, 6, seed=2)
+
+    def step(jit):
+        w = arr(w0)
+        w.attach_grad()
+        x = arr(x0)
+        scope = minpy_jit.jit() if jit else _nothing()
+        with scope:
+            with autograd.record():
+                h = x
+                for _ in range(12):
+                    h = nd.tanh(nd.dot(h, w) * 0.5 + 0.1)
+                loss = (h * h).sum()
+            loss.backward()
+        return loss.asnumpy(), w.grad.asnumpy()
+
+    (l_e, g_e), before = step(False), minpy_jit.stats()
+    l_j, g_j = step(True)
+    after = minpy_jit.stats()
+    assert after["flushes"].get("segment", 0) > before["flushes"].get("segment", 0)
+    np.testing.assert_allclose(l_j, l_e, rtol=1e-6)
+    np.testing.assert_allclose(g_j, g_e, rtol=1e-5, atol=1e-7)
+
+
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def test_lstm_cell_loop_in_segments_equals_eager():
+    """W4's shape: 40 steps of an LSTMCell (13 ops a step) with the default segment size."""
+    mx.random.seed(0)
+    cell = gluon.rnn.LSTMCell(32, input_size=16)
+    cell.initialize(mx.init.Xavier())
+    xs = [arr(rand(4, 16, seed=s)) for s in range(40)]
+    h0, c0 = nd.zeros((4, 32)), nd.zeros((4, 32))
+
+    def loop():
+        states = [h0, c0]
+        for x in xs:
+            _, states = cell(x, states)
+        return states
+
+    ref = [s.asnumpy() for s in loop()]
+    for _ in range(2):
+        before = minpy_jit.stats()
+        with minpy_jit.jit():
+            got = loop()
+        after = minpy_jit.stats()
+        for a, b in zip(ref, got):
+            # fused sigmoid/tanh are within 1 ulp of MXNet's; 40 recurrent steps compound it
+            np.testing.assert_allclose(b.asnumpy(), a, rtol=1e-5, atol=1e-6)
+    assert after["flushes"]["segment"] - before["flushes"].get("segment", 0) == 3  # 520 ops
+    assert after["cache_misses"] == before["cache_misses"]  # the second pass only hits
+
+
+def test_many_distinct_segments_in_one_scope_are_not_a_recompile_storm(capsys):
+    """A scope that always runs as the same 12 different segments compiles each once: the
+    recompile limit counts graphs per flush position within the scope, not per scope."""
+    minpy_jit.config(segment_ops=20, recompile_limit=3)
+    inputs = [arr(rand(n + 1, 3, seed=n)) for n in range(12)]
+
+    def fn(*xs):
+        return [chain(x, 10) for x in xs]  # 30 ops per shape: a cut after each shape's chain
+
+    ref = run_eager(fn, *inputs)
+    site = "test_segments.py:%d" % (here() + 2)
+    for _ in range(2):
+        with minpy_jit.jit():
+            got = fn(*inputs)
+        assert_same(ref, got)
+    sites = minpy_jit.stats()["sites"]
+    assert sites[site]["eager"] is False and sites[site]["compiles"] == 12, sites
+    assert "WARNING" not in capsys.readouterr().err
+
+
+def test_a_storm_at_one_segment_position_is_still_caught(capsys):
+    minpy_jit.config(segment_ops=20, recompile_limit=3)
+    site = "test_segments.py:%d" % (here() + 4)
+    x_fixed = arr(rand(4, 4))
+    for n in range(2, 9):
+        x = arr(rand(n, 3, seed=n))
+        with minpy_jit.jit():
+            a = chain(x_fixed, 10)  # the same first segment every time
+            b = chain(x, 10)        # a new shape every time: a storm at flush #2
+        assert_same(run_eager(lambda u, v: [chain(u, 10), chain(v, 10)], x_fixed, x), [a, b])
+    sites = minpy_jit.stats()["sites"]
+    assert sites[site]["eager"] is True, sites
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if "WARNING" in ln]
+    assert len(warnings) == 1 and "flush #2" in warnings[0], warnings
