@@ -1,6 +1,7 @@
 """Where minpy_jit hooks into MXNet, and how it gets out again.
 
-Two hooks, both installed only while some thread is inside a `jit()` scope:
+Two hooks, both installed only while some thread is inside a `jit()` scope (with
+frontend.py's faster stand-ins for MXNet's per-op argument checks):
 
 1. `mxnet.ndarray.register._imperative_invoke` -- the one function every
    generated `mx.nd` op, NDArray operator, optimizer update and Gluon layer
@@ -21,7 +22,7 @@ import mxnet
 import mxnet.base
 import mxnet.ndarray.register as _register
 
-from . import _core
+from . import _core, frontend
 
 _REAL_LIB = mxnet.base._LIB
 _REAL_INVOKE = _register._imperative_invoke
@@ -128,12 +129,14 @@ def _modules_holding_lib():
 
 def _patch():
     _register._imperative_invoke = _core.invoke
+    frontend.install()
     for m in _modules_holding_lib():
         m._LIB = _PROXY
 
 
 def _unpatch():
     _register._imperative_invoke = _REAL_INVOKE
+    frontend.uninstall()
     for m in _modules_holding_lib():
         m._LIB = _REAL_LIB
 
