@@ -12,6 +12,26 @@ namespace py = pybind11;
 
 namespace {
 
+// NDArray.context's device as (dev_type, dev_id), for frontend.py's faster `context`:
+// one C API call instead of a ctypes round trip. Metadata only, so it never flushes.
+PyObject* device_of(PyObject*, PyObject* arr) {
+  NDArrayHandle h = nullptr;
+  try {
+    h = handle_of(arr);
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  }
+  int dev_type = 0, dev_id = 0;
+  if (!h || MXNDArrayGetContext(h, &dev_type, &dev_id) != 0) {
+    PyErr_SetString(PyExc_ValueError, h ? MXGetLastError() : "not an NDArray with a handle");
+    return nullptr;
+  }
+  return Py_BuildValue("(ii)", dev_type, dev_id);
+}
+
+PyMethodDef device_of_def = {"device_of", device_of, METH_O, "(dev_type, dev_id) of an NDArray's context."};
+
 PyMethodDef invoke_def = {"invoke", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(invoke_fast)),
                           METH_FASTCALL, "Replacement for mxnet's _imperative_invoke: records the op inside jit()."};
 
@@ -149,6 +169,7 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });
   m.add_object("invoke", py::reinterpret_steal<py::object>(PyCFunction_New(&invoke_def, nullptr)));
+  m.add_object("device_of", py::reinterpret_steal<py::object>(PyCFunction_New(&device_of_def, nullptr)));
   m.def("enter", &enter);
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });
