@@ -46,7 +46,8 @@ def config(**options):
           op that ended the last segment comes round again, so a loop's segments repeat and
           hit the cache.
     cache_size: compiled executors kept, LRU (default 256)
-    recompile_limit: distinct graphs per jit() site before it runs eagerly (default 8)
+    recompile_limit: distinct graphs a jit() site may compile for the same flush (its first,
+          second, ... segment) before it runs eagerly (default 8)
     track_source: remember the user line of every recorded op (default True)
     log: "recompiles", "flushes", "all" or "" -- same as MINPY_JIT_LOG
     fuse: run elementwise chains and optimizer updates in our own kernels (default True;

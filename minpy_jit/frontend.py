@@ -2,11 +2,12 @@
 
 * Every generated `mx.nd` function calls `_verify_all_legacy_ndarrays` (or the numpy
   twin) before it invokes the op. MXNet's versions import `mxnet.numpy` inside the
-  function, which costs about 1.5 us per op -- a fifth of what recording an op costs.
+  function: 200 `sgd_mom_update` calls took 2.47 us each with MXNet's check and 1.30 us
+  with this one (MXNet's wrapper alone, the invoke stubbed out).
   These do the same checks with the import done once; on a bad argument they call
   MXNet's own function, so the error is exactly MXNet's.
 * `NDArray.context`, which every Gluon block call reads for each argument, goes through
-  ctypes (about 3 us); the stand-in asks the extension for the same two numbers and
+  ctypes (1.58 us a call; this one 0.68 us): the stand-in asks the extension for the same two numbers and
   builds the same fresh Context (fresh, because `with ctx:` stores state on the object).
 """
 import mxnet.ndarray.register as _register
