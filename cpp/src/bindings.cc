@@ -32,6 +32,40 @@ PyObject* device_of(PyObject*, PyObject* arr) {
 
 PyMethodDef device_of_def = {"device_of", device_of, METH_O, "(dev_type, dev_id) of an NDArray's context."};
 
+// MXNet's per-op argument check (`_verify_all_legacy_ndarrays`, `_verify_all_np_ndarrays`)
+// without its per-call `import mxnet.numpy`: one isinstance per array, here. The builtin's
+// `self` is MXNet's own check, called on a bad argument so that the error is MXNet's.
+template <bool kNumpyOp>
+PyObject* verify_arrays(PyObject* mxnet_check, PyObject* const* argv, Py_ssize_t nargs) {
+  auto wrong_kind = [](PyObject* a) {
+    if (a == Py_None) return false;
+    const int is_np = PyObject_IsInstance(a, R->np_ndarray_cls.ptr());
+    return is_np < 0 || (kNumpyOp ? !is_np : is_np);
+  };
+  auto any_wrong = [&](PyObject* seq) {  // a list or tuple of arrays
+    PyObject* fast = PySequence_Fast(seq, "");
+    if (!fast) return true;
+    bool wrong = false;
+    for (Py_ssize_t i = 0, n = PySequence_Fast_GET_SIZE(fast); i < n && !wrong; ++i)
+      wrong = wrong_kind(PySequence_Fast_GET_ITEM(fast, i));
+    Py_DECREF(fast);
+    return wrong;
+  };
+  bool wrong = nargs != 4 || any_wrong(argv[2]);  // (op_name, func_name, args, out)
+  if (!wrong && argv[3] != Py_None)
+    wrong = (PyList_Check(argv[3]) || PyTuple_Check(argv[3])) ? any_wrong(argv[3]) : wrong_kind(argv[3]);
+  if (!wrong) Py_RETURN_NONE;
+  PyErr_Clear();
+  return PyObject_Vectorcall(mxnet_check, argv, nargs, nullptr);
+}
+
+PyMethodDef verify_legacy_def = {
+    "_verify_all_legacy_ndarrays", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(verify_arrays<false>)),
+    METH_FASTCALL, "MXNet's legacy-op argument check, without its per-call import."};
+PyMethodDef verify_np_def = {
+    "_verify_all_np_ndarrays", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(verify_arrays<true>)),
+    METH_FASTCALL, "MXNet's numpy-op argument check, without its per-call import."};
+
 PyMethodDef invoke_def = {"invoke", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(invoke_fast)),
                           METH_FASTCALL, "Replacement for mxnet's _imperative_invoke: records the op inside jit()."};
 
@@ -170,6 +204,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });
   m.add_object("invoke", py::reinterpret_steal<py::object>(PyCFunction_New(&invoke_def, nullptr)));
   m.add_object("device_of", py::reinterpret_steal<py::object>(PyCFunction_New(&device_of_def, nullptr)));
+  m.def("argument_check", [](py::object mxnet_check, bool numpy_op) {
+    return py::reinterpret_steal<py::object>(
+        PyCFunction_New(numpy_op ? &verify_np_def : &verify_legacy_def, mxnet_check.ptr()));
+  }, "MXNet's per-op argument check `mxnet_check` as a builtin that only calls it on a bad argument.");
   m.def("enter", &enter);
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });
