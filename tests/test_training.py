@@ -633,6 +633,15 @@ def test_training_loop_reads_nothing_until_the_end(opt, kw):
     differential(run, **OPT_TOL)
 
 
+def _train_step(net, trainer, lossfn, x, y, batch_size=6):
+    """One recorded forward, backward and Trainer step; returns the loss."""
+    with autograd.record():
+        loss = lossfn(net(x), y)
+    loss.backward()
+    trainer.step(batch_size)
+    return loss
+
+
 def _small_setup(seed, opt="sgd", kw=None, dropout=0.0, bn=False):
     mx.random.seed(seed)
     net = _mlp(hidden=8, dropout=dropout, bn=bn)
@@ -676,11 +685,7 @@ def test_frozen_layer_grad_req_null():
         losses = []
         with J(use_jit):
             for step in range(4):
-                with autograd.record():
-                    loss = lossfn(net(xs[step]), ys[step])
-                loss.backward()
-                trainer.step(6)
-                losses.append(loss)
+                losses.append(_train_step(net, trainer, lossfn, xs[step], ys[step]))
         return dict(losses=losses, w=param_values(net), g=param_grads(net))
     differential(run, **OPT_TOL)
 
@@ -692,11 +697,7 @@ def test_set_learning_rate_between_steps():
         with J(use_jit):
             for step in range(6):
                 trainer.set_learning_rate(0.1 / (step + 1))
-                with autograd.record():
-                    loss = lossfn(net(xs[step % 4]), ys[step % 4])
-                loss.backward()
-                trainer.step(6)
-                losses.append(loss)
+                losses.append(_train_step(net, trainer, lossfn, xs[step % 4], ys[step % 4]))
         return dict(losses=losses, w=param_values(net), states=_states(trainer, net))
     differential(run, **OPT_TOL)
 
@@ -710,11 +711,7 @@ def test_set_data_and_in_place_weight_edit_between_steps():
         losses = []
         with J(use_jit):
             for step in range(4):
-                with autograd.record():
-                    loss = lossfn(net(xs[step]), ys[step])
-                loss.backward()
-                trainer.step(6)
-                losses.append(loss)
+                losses.append(_train_step(net, trainer, lossfn, xs[step], ys[step]))
                 if step == 1:
                     first.set_data(nd.array(np.full(first.shape, 0.01, dtype=np.float32)))
                 if step == 2:
@@ -884,11 +881,7 @@ def test_adam_factor_scheduler_100_steps_does_not_recompile_every_step():
         with J(use_jit):
             for step in range(100):
                 before = minpy_jit.stats()["cache_misses"]
-                with autograd.record():
-                    loss = lossfn(net(x), y)
-                loss.backward()
-                trainer.step(6)
-                losses.append(loss.asnumpy())
+                losses.append(_train_step(net, trainer, lossfn, x, y).asnumpy())
                 lrs.append(trainer.learning_rate)
                 new = minpy_jit.stats()["cache_misses"] - before
                 if use_jit and new:
