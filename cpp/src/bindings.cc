@@ -115,7 +115,7 @@ py::dict stats_dict() {
   d["fused_ops"] = s.fused_ops;
   py::dict sites;
   for (auto& kv : R->sites)
-    if (kv.second.compiles) sites[py::str(kv.first)] = py::dict(py::arg("compiles") = kv.second.compiles,
+    if (int n = kv.second.compiles()) sites[py::str(kv.first)] = py::dict(py::arg("compiles") = n,
                                                                 py::arg("eager") = kv.second.eager);
   d["sites"] = sites;
   return d;

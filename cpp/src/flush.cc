@@ -197,7 +197,6 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
   ev->compile_ms = exe->compile_ms;
   ev->graph_nodes = exe->num_nodes;
   if (ts.site) {
-    ++ts.site->compiles;
     const int here = ++ts.site->compiles_at[ts.flush_ordinal];
     if (here > R->cfg.recompile_limit && !ts.site->eager) {
       ts.site->eager = true;

@@ -46,10 +46,14 @@ struct ThreadState {
 };
 
 struct Site {
-  int compiles = 0;
   // Distinct graphs compiled per flush ordinal within the scope: a scope that always runs as
   // the same few segments compiles each once; a storm keeps adding graphs at one ordinal.
   std::unordered_map<int, int> compiles_at;
+  int compiles() const {
+    int total = 0;
+    for (const auto& kv : compiles_at) total += kv.second;
+    return total;
+  }
   bool eager = false;  // recompile limit hit: the site runs eagerly from now on
 };
 
