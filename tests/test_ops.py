@@ -621,3 +621,24 @@ def test_chain_and_cache_hit(name, fn, specs):
     assert_same(eager2, jitted2)
     assert st["cache_hits"] >= 1 and st["cache_misses"] == 0, "stats delta: %r" % (st,)
     assert st["eager_replays"] == 0 and not st["fallbacks"], "stats delta: %r" % (st,)
+
+
+def _attribute_kinds(x):
+    outs = []
+    # More distinct floats than the recorder remembers reprs for, so its cache both hits and evicts.
+    for i in range(150):
+        v = (i % 70) * 0.1 - 3.3
+        outs.append(x * v + (-0.0 if i % 2 else 1e-7))
+    outs.append(nd.sum(x, axis=-1, keepdims=True))  # negative int, bool
+    outs.append(nd.full((2, 3), float("inf")))
+    outs.append(x + 2 ** 70)  # an int too large for a C long
+    outs.append(x * np.float32(0.1) + np.float64(1 / 3))  # numpy scalars: str() of their own kind
+    outs.append(nd.clip(x, np.float32(-0.5), 0.25))
+    return outs
+
+
+def test_attribute_values_of_every_python_kind_match_eager():
+    x = nd.array(np.random.RandomState(5).uniform(-1, 1, (2, 3)))
+    for _ in range(2):  # second round: the remembered reprs
+        eager, jitted = run_both(_attribute_kinds, x)
+        assert_same(eager, jitted)

@@ -15,6 +15,8 @@ inline PyObject* handle_obj_fast(PyObject* arr) {
   return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(arr) + HL.offset);
 }
 
+bool is_ndarray(PyObject* obj) { return HL.base && PyObject_TypeCheck(obj, HL.base); }
+
 NDArrayHandle handle_of(PyObject* arr) {
   PyObject* fast = handle_obj_fast(arr);
   if (fast && Py_TYPE(fast) == HL.void_p) {

@@ -97,6 +97,7 @@ extern HandleLayout HL;
 
 // pyarray.cc
 NDArrayHandle handle_of(PyObject* arr);
+bool is_ndarray(PyObject* obj);  // an instance of MXNet's NDArrayBase (legacy or numpy array)
 bool held_elsewhere(PyObject* arr);
 uint64_t pool_key(const AVal& a, bool np);
 PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out);
