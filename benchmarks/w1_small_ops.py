@@ -72,14 +72,15 @@ def main():
     minpy_jit._core.clear_cache()
     jitted()
     s = minpy_jit.stats()
-    graphs = s["executions"]  # the 300 ops run as this many segments (config segment_ops)
-    assert s["cache_misses"] == graphs and s["ops_recorded"] == N_OPS, s
+    # the 300 ops run as several segments (config segment_ops); repeated ones hit the cache
+    graphs = s["cache_misses"]
+    assert graphs >= 1 and graphs + s["cache_hits"] == s["executions"] and s["ops_recorded"] == N_OPS, s
     compile_ms_first = s["compile_ms"]
     minpy_jit.reset_stats()
     r_cold = timing.bench_each(jitted, setup=minpy_jit._core.clear_cache, name="jit cold")
     s = minpy_jit.stats()
     compile_ms = s["compile_ms"] / max(1, s["cache_misses"])
-    assert s["cache_hits"] == 0 and s["cache_misses"] == graphs * (len(r_cold.per_call) + 1), s
+    assert s["cache_misses"] == graphs * (len(r_cold.per_call) + 1), s
 
     # steady state
     jitted()  # compile once more (cache was cleared)

@@ -42,7 +42,7 @@ def config(**options):
 
     max_ops: flush when a trace reaches this many ops (default 10000)
     segment_ops: a longer trace is started in segments of about this many ops, so MXNet runs
-          one while Python records the next (default 128; 0 turns it off). Cuts fall where the
+          one while Python records the next (default 64; 0 turns it off). Cuts fall where the
           op that ended the last segment comes round again, so a loop's segments repeat and
           hit the cache.
     cache_size: compiled executors kept, LRU (default 256)

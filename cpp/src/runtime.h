@@ -24,7 +24,7 @@ namespace py = pybind11;
 
 struct Config {
   size_t max_ops = 10000;    // flush when a trace reaches this many ops
-  size_t segment_ops = 128;  // long traces run in segments of about this many ops (0: off), see segment_due
+  size_t segment_ops = 64;   // long traces run in segments of about this many ops (0: off), see segment_due
   size_t pool_per_aval = 4096;  // recycled lazy arrays kept per abstract value (no data: a few hundred bytes each)
   int recompile_limit = 8;   // distinct graphs per scope site and flush ordinal before the site runs eagerly
   bool track_source = true;
