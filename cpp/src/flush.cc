@@ -27,7 +27,7 @@ struct FlushingGuard {
 // Drops the trace's references; dead lazy arrays go back to the pool. The trace is
 // emptied before any reference is released, since a release may run Python code
 // (NDArray.__del__) and let other threads in.
-void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = nullptr) {
+void release_trace(Trace& t) {
   std::vector<PyObject*> drop;
   for (auto& kv : t.slots) {
     PyObject* obj = static_cast<PyObject*>(kv.second.owner);
@@ -35,7 +35,7 @@ void release_trace(Trace& t, const std::unordered_set<NDArrayHandle>* written = 
     const Slot& s = kv.second;
     // Only never-written arrays are recycled: a written one (an effectful op's dead output)
     // may carry autograd history, and MXNet refuses to write into such an array again.
-    if (s.ours && !(written && written->count(kv.first)) && !held_elsewhere(obj)) {
+    if (s.ours && !s.written && !held_elsewhere(obj)) {
       bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
       auto& bucket = R->pool[pool_key(t.values[s.value].aval, np)];
       if (bucket.size() < R->cfg.pool_per_aval) {
@@ -105,18 +105,27 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
   for (const auto& v : t.values)
     if (v.node < 0 && v.ext) arrays.push_back({v.ext, &v.aval, false});
   if (!chunk_identity_works()) return overlapping_memory(arrays);
-  std::sort(arrays.begin(), arrays.end(), [](const Array& a, const Array& b) {
-    return std::less<const void*>()(chunk_of(a.h), chunk_of(b.h));
-  });
-  for (size_t i = 0; i < arrays.size();) {
-    size_t j = i;
-    bool written = false, distinct = false;
-    for (; j < arrays.size() && chunk_of(arrays[j].h) == chunk_of(arrays[i].h); ++j) {
-      written |= arrays[j].written;
-      distinct |= arrays[j].h != arrays[i].h;
-    }
-    if (written && distinct && chunk_of(arrays[i].h)) return true;
-    i = j;
+  // Group by storage chunk in an open-addressing table (a flush checks hundreds of arrays;
+  // sorting them cost more than the rest of the check).
+  struct Group {
+    const void* chunk;
+    NDArrayHandle first;
+    bool written, distinct;
+  };
+  static thread_local std::vector<Group> table;
+  size_t cap = 16;
+  while (cap < 2 * arrays.size()) cap <<= 1;
+  table.assign(cap, Group{nullptr, nullptr, false, false});
+  for (const Array& a : arrays) {
+    const void* c = chunk_of(a.h);
+    if (!c) continue;
+    size_t i = static_cast<size_t>(mix64(reinterpret_cast<uintptr_t>(c))) & (cap - 1);
+    while (table[i].chunk && table[i].chunk != c) i = (i + 1) & (cap - 1);
+    Group& g = table[i];
+    if (!g.chunk) g = Group{c, a.h, false, false};
+    g.written |= a.written;
+    g.distinct |= a.h != g.first;
+    if (g.written && g.distinct) return true;
   }
   return false;
 }
@@ -230,17 +239,18 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
 
   std::vector<NDArrayHandle> temps;
   std::vector<OutputSpec> outputs = collect_outputs(t, &temps);
-  std::unordered_set<NDArrayHandle> written;
-  for (const auto& o : outputs) written.insert(o.handle);
+  for (const auto& o : outputs) {
+    auto it = t.slots.find(o.handle);
+    if (it != t.slots.end()) it->second.written = true;
+  }
   struct Cleanup {  // whatever happens below, the trace is released
     ThreadState& ts;
     std::vector<NDArrayHandle>& temps;
-    std::unordered_set<NDArrayHandle>& written;
     ~Cleanup() {
       for (auto h : temps) MXNDArrayFree(h);
-      release_trace(ts.trace, &written);
+      release_trace(ts.trace);
     }
-  } cleanup{ts, temps, written};
+  } cleanup{ts, temps};
   if (outputs.empty()) {  // every result is dead and nothing has effects: nothing observable to run
     ev.miss_reason = "nothing live: the recorded ops were dropped";
     R->stats.add_event(std::move(ev));

@@ -79,6 +79,7 @@ struct Slot {
   int ext_value = -1;  // the external value it held when the trace first saw it, -1 if none
   void* owner = nullptr;  // opaque: the Python object (managed by the bindings)
   bool ours = false;   // created by the recorder as a lazy output
+  bool written = false;  // a graph output of the flush under way (never recycled into the pool)
 };
 
 class Trace {
