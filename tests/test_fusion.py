@@ -242,6 +242,62 @@ def test_per_weight_updates_become_one_kernel(momentum, kw):
     assert fused(res) == 1 and res.stats["fused_ops"] == 5
 
 
+def _update_all(ws, gs, ms, momentum, out=None):
+    for i, (w, g, m) in enumerate(zip(ws, gs, ms)):
+        target = w if out is None else out[i]
+        if momentum:
+            nd.sgd_mom_update(w, g, m, lr=0.1, momentum=momentum, wd=0.01, out=target)
+        else:
+            nd.sgd_update(w, g, lr=0.1, wd=0.01, out=target)
+
+
+def _returns(ir):
+    return ir.splitlines()[-1]
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_updated_weights_are_written_in_place(momentum):
+    """New weights that only go back into their own arrays: the kernel mutates the weights and
+    MXNet is handed no output array for them (the printout says "(in place)")."""
+    ws, gs, ms = make_params(4), make_params(4), make_params(4)
+
+    def fn(ws, gs, ms):
+        old = [w * 1.5 for w in ws]  # reads of the old weights must still see them
+        _update_all(ws, gs, ms, momentum)
+        return ws, ms, old
+
+    res = run_both(fn, ws, gs, ms)
+    assert_same(res.eager, res.jitted, rtol=0)
+    assert fused(res) >= 1
+    assert _returns(minpy_jit.last_graph()).count("(in place)") == 4, minpy_jit.last_graph()
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_updated_weights_read_again_are_graph_outputs(momentum):
+    ws, gs, ms = make_params(3), make_params(3), make_params(3)
+
+    def fn(ws, gs, ms):
+        _update_all(ws, gs, ms, momentum)
+        return ws, ms, ws[1] * 2.0  # the new weight is read in the same graph
+
+    res = run_both(fn, ws, gs, ms)
+    assert_same(res.eager, res.jitted, rtol=0)
+    assert fused(res) >= 1 and "(in place)" not in minpy_jit.last_graph()
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_updates_into_other_arrays_are_graph_outputs(momentum):
+    ws, gs, ms, outs = make_params(3), make_params(3), make_params(3), make_params(3)
+
+    def fn(ws, gs, ms, outs):
+        _update_all(ws, gs, ms, momentum, out=outs)
+        return ws, ms, outs
+
+    res = run_both(fn, ws, gs, ms, outs)
+    assert_same(res.eager, res.jitted, rtol=0)
+    assert fused(res) >= 1 and "(in place)" not in minpy_jit.last_graph()
+
+
 @pytest.mark.parametrize("opt,kw", [("sgd", {}), ("sgd", {"momentum": 0.9, "wd": 1e-3}),
                                     ("sgd", {"momentum": 0.9, "clip_gradient": 0.05})])
 def test_trainer_step_matches_eager(opt, kw):

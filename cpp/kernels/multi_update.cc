@@ -11,7 +11,10 @@
 // evaluated left to right in float, compiled without FP contraction. Plain
 // sgd is the same kernel with momentum 0 and mom 0 (as in MXNet).
 //
-// Momenta are mutated inputs; outputs may be the weight arrays themselves.
+// Momenta are mutated inputs; outputs may be the weight arrays themselves. With
+// weights_in_place=1 the weights are mutated inputs too and the op has a single
+// placeholder output: a graph then passes MXNet one array per weight fewer, and
+// MXNet's cost of launching the op grows with the number of arrays it is handed.
 #include <string>
 #include <vector>
 
@@ -31,7 +34,10 @@ struct SgdParams {
   // formula="sgd_update": plain SGD as MXNet's per-weight sgd_update computes it, which
   // rounds differently from multi_sgd_update once wd != 0 (the runtime groups those calls).
   bool per_weight_formula = false;
+  bool weights_in_place = false;  // weights mutated in place; one placeholder output
 };
+
+bool weights_in_place(const AttrMap& attrs) { return attr_or(attrs, "weights_in_place", "0") == "1"; }
 
 SgdParams parse_params(const AttrMap& attrs, bool with_momentum) {
   SgdParams p;
@@ -45,6 +51,7 @@ SgdParams parse_params(const AttrMap& attrs, bool with_momentum) {
   p.rescale_grad = parse_float(attr_or(attrs, "rescale_grad", "1"));
   p.clip_gradient = parse_float(attr_or(attrs, "clip_gradient", "-1"));
   p.per_weight_formula = !with_momentum && attr_or(attrs, "formula", "multi_sgd_update") == "sgd_update";
+  p.weights_in_place = weights_in_place(attrs);
   return p;
 }
 
@@ -140,14 +147,15 @@ class MultiSgdState : public CustomStatefulOp {
                         const OpResource&) override {
     const int stride = MOM ? 3 : 2;
     const int nw = p_.num_weights;
-    if (static_cast<int>(inputs->size()) != stride * nw || static_cast<int>(outputs->size()) != nw) {
-      MX_ERROR_MSG << "multi sgd: expected " << stride * nw << " inputs and " << nw << " outputs";
+    const int n_out = p_.weights_in_place ? 1 : nw;
+    if (static_cast<int>(inputs->size()) != stride * nw || static_cast<int>(outputs->size()) != n_out) {
+      MX_ERROR_MSG << "multi sgd: expected " << stride * nw << " inputs and " << n_out << " outputs";
       return MX_FAIL;
     }
     for (int k = 0; k < nw; ++k) {
       MXTensor& w = (*inputs)[stride * k];
       MXTensor& g = (*inputs)[stride * k + 1];
-      MXTensor& o = (*outputs)[k];
+      MXTensor& o = p_.weights_in_place ? w : (*outputs)[k];
       const int64_t n = w.size();
       bool ok = w.dtype == kFloat32 && g.dtype == kFloat32 && o.dtype == kFloat32 &&
                 g.size() == n && o.size() == n;
@@ -164,6 +172,10 @@ class MultiSgdState : public CustomStatefulOp {
       args_[k] = {o.data<float>(), w.data<float>(), g.data<float>(), m, n};
     }
     update_all(p_, args_.data(), MOM);
+    if (p_.weights_in_place) {
+      MXTensor& placeholder = (*outputs)[0];
+      if (placeholder.dtype == kFloat32 && placeholder.size() >= 1) *placeholder.data<float>() = 0.0f;
+    }
     return MX_SUCCESS;
   }
 
@@ -177,7 +189,7 @@ MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
   try {
     int n = static_cast<int>(parse_int(attr(attrs, "num_weights")));
     *num_in = (MOM ? 3 : 2) * n;
-    *num_out = n;
+    *num_out = weights_in_place(attrs) ? 1 : n;
     return MX_SUCCESS;
   } catch (const std::exception& e) {
     MX_ERROR_MSG << "multi sgd: " << e.what();
@@ -197,17 +209,28 @@ MXReturnValue infer_type(const AttrMap&, std::vector<int>* in_types, std::vector
 }
 
 template <bool MOM>
-MXReturnValue infer_shape(const AttrMap&, std::vector<std::vector<unsigned int>>* in_shapes,
+MXReturnValue infer_shape(const AttrMap& attrs, std::vector<std::vector<unsigned int>>* in_shapes,
                           std::vector<std::vector<unsigned int>>* out_shapes) {
   const size_t stride = MOM ? 3 : 2;
+  if (weights_in_place(attrs)) {
+    (*out_shapes)[0] = {1};
+    return MX_SUCCESS;
+  }
   for (size_t k = 0; k < out_shapes->size(); ++k) (*out_shapes)[k] = (*in_shapes)[stride * k];
   return MX_SUCCESS;
 }
 
-MXReturnValue mutate_momenta(const AttrMap& attrs, std::vector<int>* idx) {
+// Momenta are always updated in place; the weights too with weights_in_place=1.
+template <bool MOM>
+MXReturnValue mutate_inputs(const AttrMap& attrs, std::vector<int>* idx) {
   try {
-    int n = static_cast<int>(parse_int(attr(attrs, "num_weights")));
-    for (int k = 0; k < n; ++k) idx->push_back(3 * k + 2);
+    const int n = static_cast<int>(parse_int(attr(attrs, "num_weights")));
+    const int stride = MOM ? 3 : 2;
+    const bool weights = weights_in_place(attrs);
+    for (int k = 0; k < n; ++k) {
+      if (weights) idx->push_back(stride * k);
+      if (MOM) idx->push_back(stride * k + 2);
+    }
     return MX_SUCCESS;
   } catch (const std::exception& e) {
     MX_ERROR_MSG << "multi sgd: " << e.what();
@@ -234,13 +257,14 @@ REGISTER_OP(_minpy_multi_sgd_mom_update)
     .setParseAttrs(parse_attrs<true>)
     .setInferType(infer_type)
     .setInferShape(infer_shape<true>)
-    .setMutateInputs(mutate_momenta)
+    .setMutateInputs(mutate_inputs<true>)
     .setCreateOpState(create_state<true>, "cpu");
 
 REGISTER_OP(_minpy_multi_sgd_update)
     .setParseAttrs(parse_attrs<false>)
     .setInferType(infer_type)
     .setInferShape(infer_shape<false>)
+    .setMutateInputs(mutate_inputs<false>)
     .setCreateOpState(create_state<false>, "cpu");
 
 }  // namespace minpy_kernels

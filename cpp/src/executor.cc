@@ -9,6 +9,7 @@ namespace minpy {
 
 Executor::~Executor() {
   if (op) MXFreeCachedOp(op);
+  for (auto h : placeholders) MXNDArrayFree(h);
 }
 
 namespace {
@@ -79,6 +80,14 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     for (nn_uint i = 0; i < n; ++i) exe->input_values.push_back(std::atoi(names[i] + 1));
     MXSymbolFree(sym);
     exe->num_outputs = static_cast<int>(outputs.size());
+    exe->output_in_place = g.output_in_place;
+    for (int p = 0; p < g.placeholders; ++p) {
+      AVal a = trace.values[outputs.at(0).value].aval;  // CachedOp wants every array on one context
+      a.ndim = 1;
+      a.dims[0] = 1;
+      a.dtype = 0;
+      exe->placeholders.push_back(new_lazy_array(a));
+    }
     exe->num_nodes = g.num_nodes;
     exe->json = g.json;
     exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -116,8 +125,10 @@ void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outpu
     }
   }
   std::vector<NDArrayHandle> outs;
-  outs.reserve(outputs.size());
-  for (const auto& o : outputs) outs.push_back(o.handle);
+  outs.reserve(outputs.size() + exe.placeholders.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!exe.output_in_place[i]) outs.push_back(outputs[i].handle);
+  outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   int nout = static_cast<int>(outs.size());
   NDArrayHandle* outp = outs.data();
   const int* stypes = nullptr;

@@ -31,6 +31,8 @@ struct Executor {
   std::string site; // where the scope that first compiled it was entered
   std::vector<Step> steps;  // the recorded sequence, for explaining later misses
   std::vector<std::pair<int, int>> outputs;  // (value, target_ext)
+  std::vector<char> output_in_place;  // per output: written by its update kernel, not passed to MXNet
+  std::vector<NDArrayHandle> placeholders;  // the (1,) outputs of in-place update kernels (ours)
   bool recording = false, training = false;
   ~Executor();
 };

@@ -325,7 +325,8 @@ bool build_elementwise(const Trace& t, const std::vector<int>& group_of, int g, 
   return true;
 }
 
-bool build_update(const Trace& t, const Group& grp, FusedUnit* u) {
+bool build_update(const Trace& t, const Group& grp, const std::vector<char>& used_outside,
+                  const std::vector<int>& written_into, FusedUnit* u) {
   const Node& first = t.nodes[grp.members[0]];
   bool mom = momentum_update(first);
   std::vector<std::string> lrs, wds;
@@ -344,6 +345,14 @@ bool build_update(const Trace& t, const Group& grp, FusedUnit* u) {
     u->out.insert(u->out.end(), n.out.begin(), n.out.end());
   }
   u->op = rules().at(first.op->name).instr;
+  // In place when every new weight is read by nothing else and only goes back into the
+  // weight array it was computed from (an external input: a graph variable MXNet can mutate).
+  const size_t stride = mom ? 3 : 2;
+  u->weights_in_place = true;
+  for (size_t k = 0; k < u->out.size() && u->weights_in_place; ++k) {
+    const int w = u->in[stride * k], nw = u->out[k];
+    u->weights_in_place = t.values[w].node < 0 && written_into[nw] == w && !used_outside[nw];
+  }
   u->attrs = {{"num_weights", std::to_string(u->out.size())},
               {"lrs", "(" + join(lrs, ", ") + ")"},
               {"wds", "(" + join(wds, ", ") + ")"},
@@ -351,13 +360,14 @@ bool build_update(const Trace& t, const Group& grp, FusedUnit* u) {
               {"clip_gradient", attr(first, "clip_gradient", "-1")}};
   if (mom) u->attrs.push_back({"momentum", attr(first, "momentum", "0")});
   else u->attrs.push_back({"formula", update_formula(first)});
+  if (u->weights_in_place) u->attrs.push_back({"weights_in_place", "1"});
   return true;
 }
 
 }  // namespace
 
 FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
-                       const std::vector<char>& escapes) {
+                       const std::vector<char>& escapes, const std::vector<int>& written_into) {
   FusionPlan plan;
   const size_t n_nodes = t.nodes.size();
   plan.unit_of_node.assign(n_nodes, -1);
@@ -451,7 +461,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     const Group& grp = groups[g];
     FusedUnit u;
     if (grp.kind == kUpdate) {
-      if (grp.members.size() < 2 || !build_update(t, grp, &u)) continue;
+      if (grp.members.size() < 2 || !build_update(t, grp, used_outside, written_into, &u)) continue;
     } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, &u)) {
       continue;
     }

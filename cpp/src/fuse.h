@@ -33,6 +33,10 @@ struct FusedUnit {
   std::vector<int> in;        // value ids it reads
   std::vector<int> out;       // value ids it produces
   std::string summary;        // for the graph printout: "13 ops: elemwise_add, SliceChannel, ..."
+  // Optimizer updates whose new weights only go back into the weights' own arrays: the
+  // kernel updates them in place (weights_in_place=1) and has one placeholder output, so
+  // `out` holds values that are realised by mutation, not as graph outputs.
+  bool weights_in_place = false;
 };
 
 struct FusionPlan {
@@ -48,8 +52,9 @@ struct FusionPlan {
 
 // `live`: nodes kept by lowering; `preds`: per node, the earlier nodes it must
 // follow besides its data inputs (control dependencies); `escapes`: per value,
-// nonzero if it is a graph output.
+// nonzero if it is a graph output; `written_into`: per value, the external value
+// whose array it is written into when that is its only use as a graph output, else -1.
 FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
-                       const std::vector<char>& escapes);
+                       const std::vector<char>& escapes, const std::vector<int>& written_into);
 
 }  // namespace minpy

@@ -150,8 +150,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   plan.unit_of_node.assign(N, -1);
   if (fuse) {
     std::vector<char> escapes(t.values.size(), 0);
-    for (const auto& o : outputs) escapes[o.value] = 1;
-    plan = plan_fusion(t, live, deps, escapes);
+    std::vector<int> written_into(t.values.size(), -1), uses(t.values.size(), 0);
+    for (const auto& o : outputs) {
+      escapes[o.value] = 1;
+      written_into[o.value] = ++uses[o.value] == 1 ? o.target_ext : -1;
+    }
+    plan = plan_fusion(t, live, deps, escapes, written_into);
   }
   std::vector<int> order;
   try {
@@ -169,6 +173,8 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   std::string nodes;
   int next = 0;
   bool unproduced = false;  // a reference to a value not emitted yet: an ordering bug, never sent to MXNet
+  std::vector<char> in_place_value(t.values.size(), 0);  // written by an in-place update unit
+  std::vector<std::pair<int, int>> placeholder_heads;
 
   auto begin_node = [&](const char* op, const std::string& name) {
     if (next) nodes += ',';
@@ -242,7 +248,8 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       for (size_t d = 0; d < ctrl.size(); ++d) nodes += (d ? "," : "") + std::to_string(ctrl[d]);
       nodes += "]";
     }
-    int id = end_node(static_cast<int>(out.size()));
+    const bool in_place = fused && fu->weights_in_place;
+    int id = end_node(in_place ? 1 : static_cast<int>(out.size()));
     json_of_unit[u] = id;
     g.items.push_back(u);
     ++g.num_nodes;
@@ -253,6 +260,17 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     // Our kernels and MXNet's optimizer updates have no gradient; CachedOp builds a
     // backward graph anyway, so their outputs go through BlockGrad.
     bool block = fused ? nondifferentiable.count(fu->op) > 0 : nondifferentiable.count(node->op->name) > 0;
+    if (in_place) {  // its values are written by mutation; its one output is the placeholder head
+      for (int v : out) in_place_value[v] = 1;
+      std::pair<int, int> head{id, 0};
+      if (block) {
+        begin_node("BlockGrad", name + "_nograd0");
+        nodes += ",\"inputs\":[[" + std::to_string(id) + ",0,0]]";
+        head = {end_node(1), 0};
+      }
+      placeholder_heads.push_back(head);
+      continue;
+    }
     for (size_t o = 0; o < out.size(); ++o) {
       if (!block) {
         entry[out[o]] = {id, static_cast<int>(o)};
@@ -264,7 +282,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     }
   }
 
-  for (const auto& o : outputs) unproduced |= entry[o.value].first < 0;
+  g.output_in_place.assign(outputs.size(), 0);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    g.output_in_place[i] = in_place_value[outputs[i].value];
+    unproduced |= !g.output_in_place[i] && entry[outputs[i].value].first < 0;
+  }
+  g.placeholders = static_cast<int>(placeholder_heads.size());
   if (unproduced) {
     // MXNet does not check node references in symbol JSON (it would crash): build the graph
     // without fusion, or give up on it (the trace then runs eagerly).
@@ -277,10 +300,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   js += "],\"node_row_ptr\":[";
   for (size_t i = 0; i < row_ptr.size(); ++i) js += (i ? "," : "") + std::to_string(row_ptr[i]);
   js += "],\"heads\":[";
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto& e = entry[outputs[i].value];
-    js += (i ? ",[" : "[") + std::to_string(e.first) + "," + std::to_string(e.second) + ",0]";
-  }
+  std::vector<std::pair<int, int>> heads;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!g.output_in_place[i]) heads.push_back(entry[outputs[i].value]);
+  heads.insert(heads.end(), placeholder_heads.begin(), placeholder_heads.end());
+  for (size_t i = 0; i < heads.size(); ++i)
+    js += (i ? ",[" : "[") + std::to_string(heads[i].first) + "," + std::to_string(heads[i].second) + ",0]";
   js += "],\"attrs\":{\"mxnet_version\":[\"int\",10901]}}";
   return g;
 }
@@ -328,6 +353,7 @@ std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector
   for (size_t i = 0; i < outputs.size(); ++i) {
     os << (i ? ", %" : " %") << outputs[i].value;
     if (outputs[i].target_ext >= 0) os << " -> into %" << outputs[i].target_ext;
+    if (i < g.output_in_place.size() && g.output_in_place[i]) os << " (in place)";
   }
   os << "\n";
   return os.str();

@@ -36,6 +36,11 @@ struct LoweredGraph {
   int num_nodes = 0;              // operator nodes (BlockGrad wrappers excluded)
   int kernel_calls = 0;           // nodes that are our kernels (fused units, multi-tensor SGD)...
   int kernel_ops = 0;             // ...and the recorded ops they stand for
+  // Per output (in `outputs` order): 1 if an in-place update unit writes it into its array
+  // itself; such outputs are no graph heads. The heads are the other outputs in order,
+  // then one placeholder (a (1,) float32 array) per in-place unit.
+  std::vector<char> output_in_place;
+  int placeholders = 0;
 };
 
 LoweredGraph lower(const Trace& trace, const std::vector<OutputSpec>& outputs,
