@@ -10,9 +10,14 @@
 * `NDArray.context`, which every Gluon block call reads for each argument, goes through
   ctypes (1.58 us a call; this one 0.68 us): the stand-in asks the extension for the same two numbers and
   builds the same fresh Context (fresh, because `with ctx:` stores state on the object).
+* `NDArray.dtype`, `.stype` and `._fresh_grad` (read, and set, by Trainer.step for every
+  parameter) likewise: one C API call from the extension each. Setting `_fresh_grad`
+  flushes pending work first, as MXNet's path through the guarded library does. Should
+  the C call fail, MXNet's own property runs, so the error is MXNet's.
 """
 import mxnet.ndarray.register as _register
 from mxnet.context import Context
+from mxnet.ndarray import ndarray as _nd
 from mxnet.ndarray.ndarray import NDArray
 
 from . import _core
@@ -37,14 +42,58 @@ def _context(self):
 
 _FAST_CONTEXT = property(_context, doc=_REAL_CONTEXT.__doc__)
 
+_REAL = {name: NDArray.__dict__[name] for name in ("context", "dtype", "stype", "_fresh_grad")}
+_DTYPE_MX_TO_NP = _nd._DTYPE_MX_TO_NP
+_STORAGE_TYPE_ID_TO_STR = _nd._STORAGE_TYPE_ID_TO_STR
+_dtype_id, _stype_id = _core.dtype_id, _core.stype_id
+_grad_state, _set_grad_state = _core.grad_state, _core.set_grad_state
+
+
+def _dtype(self):
+    try:
+        return _DTYPE_MX_TO_NP[_dtype_id(self)]
+    except ValueError:
+        return _REAL["dtype"].fget(self)
+
+
+def _stype(self):
+    try:
+        return _STORAGE_TYPE_ID_TO_STR[_stype_id(self)]
+    except ValueError:
+        return _REAL["stype"].fget(self)
+
+
+def _get_fresh_grad(self):
+    try:
+        return _grad_state(self)
+    except ValueError:
+        return _REAL["_fresh_grad"].fget(self)
+
+
+def _set_fresh_grad(self, state):
+    try:
+        _set_grad_state(self, state)
+    except ValueError:
+        _REAL["_fresh_grad"].fset(self, state)
+
+
+_FAST = {
+    "context": _FAST_CONTEXT,
+    "dtype": property(_dtype, doc=_REAL["dtype"].__doc__),
+    "stype": property(_stype, doc=_REAL["stype"].__doc__),
+    "_fresh_grad": property(_get_fresh_grad, _set_fresh_grad, doc=_REAL["_fresh_grad"].__doc__),
+}
+
 
 def install():
     _register._verify_all_legacy_ndarrays = verify_all_legacy_ndarrays
     _register._verify_all_np_ndarrays = verify_all_np_ndarrays
-    NDArray.context = _FAST_CONTEXT
+    for name, prop in _FAST.items():
+        setattr(NDArray, name, prop)
 
 
 def uninstall():
     _register._verify_all_legacy_ndarrays = _REAL_LEGACY
     _register._verify_all_np_ndarrays = _REAL_NP
-    NDArray.context = _REAL_CONTEXT
+    for name, prop in _REAL.items():
+        setattr(NDArray, name, prop)

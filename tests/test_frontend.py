@@ -14,14 +14,22 @@ from conftest import arr, assert_same, rand, run_both
 pytestmark = pytest.mark.usefixtures("isolated_runtime")
 
 
+PROPERTIES = ("context", "dtype", "stype", "_fresh_grad")
+
+
+def _helpers():
+    return (register._verify_all_legacy_ndarrays, register._verify_all_np_ndarrays,
+            *(NDArray.__dict__[name] for name in PROPERTIES))
+
+
 def test_stand_ins_are_in_only_inside_a_scope():
-    real = (register._verify_all_legacy_ndarrays, register._verify_all_np_ndarrays, NDArray.__dict__["context"])
+    real = _helpers()
     with minpy_jit.jit():
-        inside = (register._verify_all_legacy_ndarrays, register._verify_all_np_ndarrays,
-                  NDArray.__dict__["context"])
-    assert inside == (frontend.verify_all_legacy_ndarrays, frontend.verify_all_np_ndarrays, frontend._FAST_CONTEXT)
-    assert (register._verify_all_legacy_ndarrays, register._verify_all_np_ndarrays,
-            NDArray.__dict__["context"]) == real
+        inside = _helpers()
+    assert inside == (frontend.verify_all_legacy_ndarrays, frontend.verify_all_np_ndarrays,
+                      *(frontend._FAST[name] for name in PROPERTIES))
+    assert all(a is not b for a, b in zip(inside, real))
+    assert _helpers() == real
 
 
 def _error_of(fn):
@@ -73,3 +81,62 @@ def test_gluon_block_under_jit_equals_eager():
     net.initialize(mx.init.Xavier())
     res = run_both(lambda x: net(x) * 2, arr(rand(5, 3)))
     assert_same(res.eager, res.jitted)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "uint8", "int32", "int64"])
+def test_dtype_and_stype_of_real_and_lazy_arrays_are_mxnets(dtype):
+    x = nd.ones((2, 3), dtype=dtype)
+    want = (x.dtype, x.stype, (x + 1).dtype, x.astype("float32").dtype)
+    with minpy_jit.jit():
+        y, z = x + 1, x.astype("float32")
+        got = (x.dtype, x.stype, y.dtype, z.dtype)
+        assert minpy_jit._core.pending()  # reading metadata did not flush
+    assert got == want
+
+
+def test_stype_of_sparse_arrays_is_mxnets():
+    rsp = nd.zeros((3, 2)).tostype("row_sparse")
+    csr = nd.zeros((3, 2)).tostype("csr")
+    with minpy_jit.jit():
+        assert (rsp.stype, csr.stype, rsp.dtype) == ("row_sparse", "csr", rsp.astype("float32").dtype)
+
+
+def test_fresh_grad_reads_and_writes_as_mxnets():
+    def reads(w):
+        seen = [w._fresh_grad]
+        for state in (False, 1, 0, True):
+            w._fresh_grad = state
+            seen.append(w._fresh_grad)
+        return seen
+
+    w = nd.ones((2, 2))
+    w.attach_grad()
+    with mx.autograd.record():
+        (w * 3).backward()
+    want = reads(w)
+    with mx.autograd.record():
+        (w * 3).backward()
+    with minpy_jit.jit():
+        got = reads(w)
+    assert [(type(v), v) for v in got] == [(type(v), v) for v in want] and want[0] == 1
+
+
+def _set_fresh_grad(x):
+    x._fresh_grad = False
+
+
+def _recorded_result(x):
+    with mx.autograd.record():
+        y = x * 2  # pending under jit(): setting its flag flushes first
+    _set_fresh_grad(y)
+
+
+@pytest.mark.parametrize("case", [_set_fresh_grad, _recorded_result])
+def test_setting_fresh_grad_of_an_array_without_gradient_gets_mxnets_error(case):
+    x = nd.ones((2, 2))
+    with pytest.raises(mx.base.MXNetError) as want:
+        case(x)
+    with minpy_jit.jit():
+        with pytest.raises(mx.base.MXNetError) as got:
+            case(x)
+    assert str(got.value) == str(want.value) and "does not have gradient state" in str(got.value)

@@ -32,6 +32,60 @@ PyObject* device_of(PyObject*, PyObject* arr) {
 
 PyMethodDef device_of_def = {"device_of", device_of, METH_O, "(dev_type, dev_id) of an NDArray's context."};
 
+// NDArray.dtype / .stype / ._fresh_grad for frontend.py: one C API call each instead of a
+// ctypes round trip (Trainer.step reads them for every parameter). Metadata only: no flush.
+// A failed call raises ValueError; frontend.py then runs MXNet's own path for its error.
+template <int (*Query)(NDArrayHandle, int*)>
+PyObject* int_of(PyObject*, PyObject* arr) {
+  NDArrayHandle h = nullptr;
+  try {
+    h = handle_of(arr);
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  }
+  int v = 0;
+  if (!h || Query(h, &v) != 0) {
+    PyErr_SetString(PyExc_ValueError, h ? MXGetLastError() : "not an NDArray with a handle");
+    return nullptr;
+  }
+  return PyLong_FromLong(v);
+}
+
+PyMethodDef dtype_id_def = {"dtype_id", int_of<MXNDArrayGetDType>, METH_O, "MXNet's dtype id of an NDArray."};
+PyMethodDef stype_id_def = {"stype_id", int_of<MXNDArrayGetStorageType>, METH_O, "Storage type id of an NDArray."};
+PyMethodDef grad_state_def = {"grad_state", int_of<MXNDArrayGetGradState>, METH_O,
+                              "The fresh-gradient flag of an NDArray (NDArray._fresh_grad)."};
+
+// Setting the flag needs the array's autograd entry, which a pending lazy result only gets
+// when its trace runs: pending work is flushed first, as the guarded ctypes path does.
+PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "set_grad_state(array, state)");
+    return nullptr;
+  }
+  try {
+    NDArrayHandle h = handle_of(argv[0]);
+    const int state = PyObject_IsTrue(argv[1]);
+    if (state < 0) return nullptr;
+    if (R->pending && !me().busy) flush_all("MXNDArraySetGradState");
+    if (!h || MXNDArraySetGradState(h, state) != 0) {
+      PyErr_SetString(PyExc_ValueError, h ? MXGetLastError() : "not an NDArray with a handle");
+      return nullptr;
+    }
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef set_grad_state_def = {"set_grad_state", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(set_grad_state)),
+                                  METH_FASTCALL, "Sets NDArray._fresh_grad (after flushing pending work)."};
+
 // MXNet's per-op argument check (`_verify_all_legacy_ndarrays`, `_verify_all_np_ndarrays`)
 // without its per-call `import mxnet.numpy`: one isinstance per array, here. The builtin's
 // `self` is MXNet's own check, called on a bad argument so that the error is MXNet's.
@@ -204,6 +258,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });
   m.add_object("invoke", py::reinterpret_steal<py::object>(PyCFunction_New(&invoke_def, nullptr)));
   m.add_object("device_of", py::reinterpret_steal<py::object>(PyCFunction_New(&device_of_def, nullptr)));
+  for (PyMethodDef* def : {&dtype_id_def, &stype_id_def, &grad_state_def, &set_grad_state_def})
+    m.add_object(def->ml_name, py::reinterpret_steal<py::object>(PyCFunction_New(def, nullptr)));
   m.def("argument_check", [](py::object mxnet_check, bool numpy_op) {
     return py::reinterpret_steal<py::object>(
         PyCFunction_New(numpy_op ? &verify_np_def : &verify_legacy_def, mxnet_check.ptr()));
