@@ -28,6 +28,12 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   // Random draws must keep program order; Custom ops (debug_print) may have side effects.
   info->effectful = n == "Custom" || n == "Dropout" || n == "_shuffle" || n == "RNN" ||
                     n.find("random") != std::string::npos || n.find("sample") != std::string::npos;
+  info->expands = needs_expansion(n);
+  // Composing reset_arrays segfaults inside nnvm; the multi-tensor optimizer ops other than
+  // multi_sgd_* lack symbolic inference.
+  info->no_symbolic_form = n == "reset_arrays" || (n.rfind("multi_", 0) == 0 && !info->expands) ||
+                           n.rfind("_multi_", 0) == 0 || n.rfind("preloaded_multi_", 0) == 0;
+  info->sparse_output = n.find("sparse") != std::string::npos;  // cast_storage is decided per call
   return *(R->ops[creator] = std::move(info));
 }
 
@@ -36,7 +42,7 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
 // op has no symbolic inference in 1.9.1, and crashes above 60 weights). Null when the
 // library is not loaded, fusion is off, or the call is not float32 on the CPU.
 OpInfo* kernel_op_for(OpInfo& op, const Trace& t, const std::vector<int>& in) {
-  if (!needs_expansion(op.name) || R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
+  if (!op.expands || R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
   for (int v : in)
     if (t.values[v].aval.dtype != 0 || t.values[v].aval.dev_type != 1) return nullptr;
   if (!op.kernel_twin) {
@@ -302,15 +308,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     attrs.push_back({op.var_num_args, std::to_string(nin)});
   uint64_t attr_hash = hash_attrs(attrs);
 
-  // Ops whose symbolic form MXNet 1.9.1 cannot build (composing reset_arrays segfaults inside
-  // nnvm; the multi-tensor optimizer ops other than multi_sgd_* lack symbolic inference).
-  if (op.name == "reset_arrays" || (op.name.rfind("multi_", 0) == 0 && !needs_expansion(op.name)) ||
-      op.name.rfind("_multi_", 0) == 0 || op.name.rfind("preloaded_multi_", 0) == 0) {
-    return fallback(args, op, "no symbolic form in MXNet 1.9.1");
-  }
+  if (op.no_symbolic_form) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
 
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
-  if (op.name.find("sparse") != std::string::npos ||
+  if (op.sparse_output ||
       (op.name == "cast_storage" && std::any_of(attrs.begin(), attrs.end(), [](const Attr& a) {
          return a.key == "stype" && a.val != "default";
        }))) {
@@ -368,7 +369,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   bool hot = *lift && is_hot(ts, op, lift, attrs);
   OpInfo* ours = hot ? nullptr : kernel_op_for(op, t, in);
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
-  if (hot || (needs_expansion(op.name) && !ours)) {
+  if (hot || (op.expands && !ours)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (int v : in)
         if (t.values[v].node >= 0) return flush_and_retry(ts, op, args);

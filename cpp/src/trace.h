@@ -31,6 +31,10 @@ struct OpInfo {
   const char* lift = "";     // attribute lifted when it changes (rewrite.h), "" if none
   bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
   OpInfo* kernel_twin = nullptr;  // multi_sgd_*: our multi-tensor op recorded in its place (resolved once)
+  // Decided once per op from its name (record.cc), not on every call:
+  bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
+  bool sparse_output = false;     // produces sparse storage (cast_storage: only for stype != default)
+  bool expands = false;           // multi_sgd_*: recorded as per-weight updates or our kernel
 };
 
 struct Attr {
