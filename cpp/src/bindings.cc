@@ -12,43 +12,44 @@ namespace py = pybind11;
 
 namespace {
 
-// NDArray.context's device as (dev_type, dev_id), for frontend.py's faster `context`:
-// one C API call instead of a ctypes round trip. Metadata only, so it never flushes.
-PyObject* device_of(PyObject*, PyObject* arr) {
-  NDArrayHandle h = nullptr;
+// The handle of an NDArray argument; null, with a Python error set, if it has none.
+NDArrayHandle handle_arg(PyObject* arr) {
   try {
-    h = handle_of(arr);
+    NDArrayHandle h = handle_of(arr);
+    if (!h) PyErr_SetString(PyExc_ValueError, "not an NDArray with a handle");
+    return h;
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
   }
+}
+
+// A failed C API call as ValueError (frontend.py then runs MXNet's own path for its error).
+PyObject* c_api_failed() {
+  PyErr_SetString(PyExc_ValueError, MXGetLastError());
+  return nullptr;
+}
+
+// NDArray.context's device as (dev_type, dev_id), for frontend.py's faster `context`:
+// one C API call instead of a ctypes round trip. Metadata only, so it never flushes.
+PyObject* device_of(PyObject*, PyObject* arr) {
+  NDArrayHandle h = handle_arg(arr);
+  if (!h) return nullptr;
   int dev_type = 0, dev_id = 0;
-  if (!h || MXNDArrayGetContext(h, &dev_type, &dev_id) != 0) {
-    PyErr_SetString(PyExc_ValueError, h ? MXGetLastError() : "not an NDArray with a handle");
-    return nullptr;
-  }
+  if (MXNDArrayGetContext(h, &dev_type, &dev_id) != 0) return c_api_failed();
   return Py_BuildValue("(ii)", dev_type, dev_id);
 }
 
 PyMethodDef device_of_def = {"device_of", device_of, METH_O, "(dev_type, dev_id) of an NDArray's context."};
 
-// NDArray.dtype / .stype / ._fresh_grad for frontend.py: one C API call each instead of a
-// ctypes round trip (Trainer.step reads them for every parameter). Metadata only: no flush.
-// A failed call raises ValueError; frontend.py then runs MXNet's own path for its error.
+// NDArray.dtype / .stype / ._fresh_grad for frontend.py, likewise (Trainer.step reads them
+// for every parameter). Metadata only: no flush.
 template <int (*Query)(NDArrayHandle, int*)>
 PyObject* int_of(PyObject*, PyObject* arr) {
-  NDArrayHandle h = nullptr;
-  try {
-    h = handle_of(arr);
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
-  }
+  NDArrayHandle h = handle_arg(arr);
+  if (!h) return nullptr;
   int v = 0;
-  if (!h || Query(h, &v) != 0) {
-    PyErr_SetString(PyExc_ValueError, h ? MXGetLastError() : "not an NDArray with a handle");
-    return nullptr;
-  }
+  if (Query(h, &v) != 0) return c_api_failed();
   return PyLong_FromLong(v);
 }
 
@@ -64,15 +65,11 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_TypeError, "set_grad_state(array, state)");
     return nullptr;
   }
+  NDArrayHandle h = handle_arg(argv[0]);
+  const int state = h ? PyObject_IsTrue(argv[1]) : -1;
+  if (state < 0) return nullptr;
   try {
-    NDArrayHandle h = handle_of(argv[0]);
-    const int state = PyObject_IsTrue(argv[1]);
-    if (state < 0) return nullptr;
     if (R->pending && !me().busy) flush_all("MXNDArraySetGradState");
-    if (!h || MXNDArraySetGradState(h, state) != 0) {
-      PyErr_SetString(PyExc_ValueError, h ? MXGetLastError() : "not an NDArray with a handle");
-      return nullptr;
-    }
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -80,6 +77,7 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
     PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
     return nullptr;
   }
+  if (MXNDArraySetGradState(h, state) != 0) return c_api_failed();
   Py_RETURN_NONE;
 }
 
