@@ -69,7 +69,7 @@ def main():
 
     # cold: the first call of a structure, compile included
     minpy_jit.reset_stats()
-    minpy_jit._core.clear_cache()
+    minpy_jit.clear_cache()
     jitted()
     s = minpy_jit.stats()
     # the 300 ops run as several segments (config segment_ops); repeated ones hit the cache
@@ -77,7 +77,7 @@ def main():
     assert graphs >= 1 and graphs + s["cache_hits"] == s["executions"] and s["ops_recorded"] == N_OPS, s
     compile_ms_first = s["compile_ms"]
     minpy_jit.reset_stats()
-    r_cold = timing.bench_each(jitted, setup=minpy_jit._core.clear_cache, name="jit cold")
+    r_cold = timing.bench_each(jitted, setup=minpy_jit.clear_cache, name="jit cold")
     s = minpy_jit.stats()
     compile_ms = s["compile_ms"] / max(1, s["cache_misses"])
     assert s["cache_misses"] == graphs * (len(r_cold.per_call) + 1), s

@@ -21,6 +21,12 @@ def reset_stats():
     _core.reset_stats()
 
 
+def clear_cache():
+    """Drops every compiled graph and each jit() site's compile counts, so a site that hit the
+    recompile limit (and runs eagerly) compiles again. Statistics are kept (see reset_stats)."""
+    _core.clear_cache()
+
+
 def events():
     """The most recent flushes (up to 256): cause, user line, ops, hit/miss and why it missed."""
     return _core.events()

@@ -192,6 +192,29 @@ def test_recompile_limit_warns_once_then_runs_eagerly(capsys):
     assert sites[other] == {"compiles": 1, "eager": False}, sites
 
 
+def test_clear_cache_drops_graphs_and_lets_an_eager_site_compile_again(capsys):
+    minpy_jit.config(recompile_limit=1)
+
+    def body(x):
+        with minpy_jit.jit():
+            y = nd.relu(x - 0.5) * 3
+        return y
+
+    site = at(here() - 4)  # the `with` line
+    xs = [arr(rand(n, 2, seed=n)) for n in (4, 5, 6)]
+    for x in xs:
+        assert_same(run_eager(lambda x: nd.relu(x - 0.5) * 3, x), body(x))
+    assert minpy_jit.stats()["sites"][site]["eager"] is True  # past the limit of 1
+    assert "WARNING" in capsys.readouterr().err
+    minpy_jit.clear_cache()
+    assert minpy_jit.graphs() == []
+    before = minpy_jit.stats()
+    assert_same(run_eager(lambda x: nd.relu(x - 0.5) * 3, xs[0]), body(xs[0]))
+    after = minpy_jit.stats()
+    assert after["cache_misses"] == before["cache_misses"] + 1 and after["executions"] == before["executions"] + 1
+    assert after["sites"][site] == {"compiles": 1, "eager": False}, after["sites"]
+
+
 # ------------------------------------------------------------------ logging and miss reasons
 
 def test_log_recompiles_one_line_per_miss(capsys):

@@ -31,7 +31,7 @@ def test_long_chain_runs_in_segments_with_eager_results():
 def test_a_loop_repeats_its_segments_so_they_hit_the_cache():
     """The cut falls at the same place of each iteration: the middle segments are one graph."""
     minpy_jit.config(segment_ops=30)
-    minpy_jit._core.clear_cache()
+    minpy_jit.clear_cache()
     x0 = arr(rand(8, 8))
     ref = run_eager(lambda x: chain(x, 100), x0)
     misses = []

@@ -89,7 +89,7 @@ def _clean_state():
     several graphs per site, and a site that hits the limit runs eagerly -- which would turn
     the rest of a differential test into eager-vs-eager. Tests that are about the limit reset it."""
     assert not autograd.is_recording() and not autograd.is_training()
-    minpy_jit._core.clear_cache()
+    minpy_jit.clear_cache()
     old = minpy_jit.config()["recompile_limit"]
     minpy_jit.config(recompile_limit=10 ** 9)
     try:
