@@ -1025,6 +1025,17 @@ def test_tostype_keeps_storage_type():
     assert_same(res.eager, res.jitted)
 
 
+def test_a_sparse_input_runs_the_op_eagerly_and_is_counted():
+    csr = nd.array(np.eye(3, dtype=np.float32)).tostype("csr")
+
+    def fn(x, w):
+        return nd.sparse.dot(x, w) * 2
+
+    res = run_both(fn, csr, arr(rand(3, 2, seed=47)))
+    assert_same(res.eager, res.jitted)
+    assert res.stats["fallback_reasons"] == {"dot: sparse input": 1}, res.stats
+
+
 # ------------------------------------------------------------------ stats
 
 def test_stats_is_plain_json_dict_and_reset_zeroes():
