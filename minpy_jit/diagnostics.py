@@ -10,7 +10,8 @@ def stats():
     """Counters as a plain dict (prints, compares and serialises as JSON).
 
     ops_recorded, flushes {cause: n}, cache_hits, cache_misses, cache_evictions,
-    graphs_cached, compile_ms, executions, eager_replays, fallbacks {op: n},
+    graphs_cached, compile_ms, executions (background_launches of them handed to MXNet by the
+    launcher thread), eager_replays, fallbacks {op: n},
     fallback_reasons {"op: why": n}, shape_inferences, fused_kernels (calls of our own
     kernels run), fused_ops (the recorded ops those calls stood for), sites {site: {compiles, eager}}.
     """
@@ -51,6 +52,8 @@ def config(**options):
           one while Python records the next (default 64; 0 turns it off). Cuts fall where the
           op that ended the last segment comes round again, so a loop's segments repeat and
           hit the cache.
+    async_launch: a segment that hits the cache is handed to MXNet by a background thread
+          while Python records on (default True); every other path to MXNet waits for it first
     cache_size: compiled executors kept, LRU (default 256)
     recompile_limit: distinct graphs a jit() site may compile for the same flush (its first,
           second, ... segment) before it runs eagerly (default 8)

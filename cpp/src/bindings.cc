@@ -2,6 +2,7 @@
 // interceptor itself lives in record.cc and the flush in flush.cc.
 #include <pybind11/stl.h>
 
+#include "launch.h"
 #include "mxapi.h"
 #include "runtime.h"
 
@@ -145,7 +146,10 @@ void exit_scope() {
       set_site(ts);
     }
   } pop{ts};
-  if (ts.depth == 1) flush_thread(ts, "scope exit", user_site());
+  if (ts.depth == 1) {
+    flush_thread(ts, "scope exit", user_site());
+    drain_launches();  // leaving the scope, everything it recorded has reached MXNet
+  }
 }
 
 py::dict stats_dict() {
@@ -160,6 +164,7 @@ py::dict stats_dict() {
   d["compile_ms"] = s.compile_ms;
   d["executions"] = s.executions;
   d["eager_replays"] = s.eager_replays;
+  d["background_launches"] = s.background_launches;
   d["fallbacks"] = py::cast(s.fallbacks);
   d["fallback_reasons"] = py::cast(s.fallback_reasons);
   d["shape_inferences"] = R->sigs.inferences;
@@ -265,7 +270,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("enter", &enter);
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });
-  m.def("pending", []() { return R->pending; });
+  m.def("pending", []() { return R->pending + launches_in_flight(); });
   m.def("flush", [](const std::string& cause, bool eager) {
         // Python running *inside* our recording of an op on this thread (a garbage-collected
         // object's __del__ freeing a CachedOp, say) must not flush the half-recorded trace.
@@ -289,6 +294,7 @@ PYBIND11_MODULE(_core, m) {
       py::handle v = item.second;
       if (k == "max_ops") R->cfg.max_ops = std::max<size_t>(1, v.cast<size_t>());
       else if (k == "segment_ops") R->cfg.segment_ops = v.cast<size_t>();
+      else if (k == "async_launch") R->cfg.async_launch = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -307,6 +313,7 @@ PYBIND11_MODULE(_core, m) {
     py::dict d;
     d["max_ops"] = R->cfg.max_ops;
     d["segment_ops"] = R->cfg.segment_ops;
+    d["async_launch"] = R->cfg.async_launch;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

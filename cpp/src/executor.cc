@@ -14,20 +14,6 @@ Executor::~Executor() {
 
 namespace {
 
-// Sets MXNet's thread-local autograd state for the lifetime of the guard.
-struct AutogradState {
-  int prev_rec = 0, prev_train = 0;
-  AutogradState(bool rec, bool train) {
-    MXAutogradSetIsRecording(rec ? 1 : 0, &prev_rec);
-    MXAutogradSetIsTraining(train ? 1 : 0, &prev_train);
-  }
-  ~AutogradState() {
-    int dummy;
-    MXAutogradSetIsRecording(prev_rec, &dummy);
-    MXAutogradSetIsTraining(prev_train, &dummy);
-  }
-};
-
 std::string nondiff_op_in(const std::string& msg) {
   const std::string marker = "is non-differentiable";
   auto p = msg.find(marker);
@@ -113,22 +99,37 @@ NDArrayHandle dummy_input(int dev_type, int dev_id) {
   return h;
 }
 
-void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
-  std::vector<NDArrayHandle> ins;
-  ins.reserve(exe.input_values.size());
+AutogradState::AutogradState(bool rec, bool train) {
+  MXAutogradSetIsRecording(rec ? 1 : 0, &prev_rec);
+  MXAutogradSetIsTraining(train ? 1 : 0, &prev_train);
+}
+
+AutogradState::~AutogradState() {
+  int dummy;
+  MXAutogradSetIsRecording(prev_rec, &dummy);
+  MXAutogradSetIsTraining(prev_train, &dummy);
+}
+
+void launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs,
+                   std::vector<NDArrayHandle>* ins, std::vector<NDArrayHandle>* outs) {
+  ins->reserve(exe.input_values.size());
   for (int v : exe.input_values) {
     if (v >= 0) {
-      ins.push_back(trace.values[v].ext);
+      ins->push_back(trace.values[v].ext);
     } else {
       const AVal& a = trace.values[outputs.at(0).value].aval;
-      ins.push_back(dummy_input(a.dev_type, a.dev_id));
+      ins->push_back(dummy_input(a.dev_type, a.dev_id));
     }
   }
-  std::vector<NDArrayHandle> outs;
-  outs.reserve(outputs.size() + exe.placeholders.size());
+  outs->reserve(outputs.size() + exe.placeholders.size());
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!exe.output_in_place[i]) outs.push_back(outputs[i].handle);
-  outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
+    if (!exe.output_in_place[i]) outs->push_back(outputs[i].handle);
+  outs->insert(outs->end(), exe.placeholders.begin(), exe.placeholders.end());
+}
+
+void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
+  std::vector<NDArrayHandle> ins, outs;
+  launch_arrays(exe, trace, outputs, &ins, &outs);
   int nout = static_cast<int>(outs.size());
   NDArrayHandle* outp = outs.data();
   const int* stypes = nullptr;

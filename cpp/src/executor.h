@@ -43,6 +43,18 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
                                   std::unordered_set<std::string>* nondifferentiable, bool fuse,
                                   LoweredGraph* lowered_out);
 
+// Sets MXNet's thread-local autograd state for the lifetime of the guard.
+struct AutogradState {
+  int prev_rec = 0, prev_train = 0;
+  AutogradState(bool rec, bool train);
+  ~AutogradState();
+};
+
+// The arrays an executor is run on: the trace's inputs in CachedOp order, and the outputs
+// MXNet writes (in-place update results excluded, placeholders included).
+void launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs,
+                   std::vector<NDArrayHandle>* ins, std::vector<NDArrayHandle>* outs);
+
 // Runs an executor on the trace's arrays under the trace's autograd state.
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 

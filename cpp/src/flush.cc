@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "explain.h"
+#include "launch.h"
 #include "mxapi.h"
 #include "runtime.h"
 
@@ -104,7 +105,10 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
   if (arrays.empty()) return false;
   for (const auto& v : t.values)
     if (v.node < 0 && v.ext) arrays.push_back({v.ext, &v.aval, false});
-  if (!chunk_identity_works()) return overlapping_memory(arrays);
+  if (!chunk_identity_works()) {
+    drain_launches();  // the address check reads data pointers: every earlier launch first
+    return overlapping_memory(arrays);
+  }
   // Group by storage chunk in an open-addressing table (a flush checks hundreds of arrays;
   // sorting them cost more than the rest of the check).
   struct Group {
@@ -221,6 +225,33 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
   return exe;
 }
 
+// Launches handed to MXNet by the launcher thread (launch.h) pass at least this many arrays:
+// MXNet's launch costs ~0.5 us per array; below this the hand-off to another thread and the
+// third busy thread on a 2-core machine cost as much as they save (W4's 35-array segments
+// ran 10-15% slower in the background, W5's 190-array ones 5-10% faster).
+constexpr size_t kAsyncMinArrays = 128;
+
+// Queues a cache hit for the launcher thread (launch.h). The job keeps the Python arrays it
+// reads and writes alive, and takes over the arrays the trace made for this run only.
+void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const std::vector<OutputSpec>& outputs,
+                          std::vector<NDArrayHandle>* temps) {
+  LaunchJob job;
+  job.exe = exe;
+  job.training = t.training;
+  launch_arrays(*exe, t, outputs, &job.ins, &job.outs);
+  for (const auto* arrays : {&job.ins, &job.outs})
+    for (NDArrayHandle h : *arrays) {
+      auto it = t.slots.find(h);
+      if (it == t.slots.end() || !it->second.owner) continue;
+      Py_INCREF(static_cast<PyObject*>(it->second.owner));
+      job.refs.push_back(it->second.owner);
+    }
+  job.temps.swap(*temps);
+  job.temps.insert(job.temps.end(), t.owned.begin(), t.owned.end());  // lifted scalars
+  t.owned.clear();
+  launch_async(std::move(job));
+}
+
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
   Trace& t = ts.trace;
   if (ts.flushing) return;
@@ -288,7 +319,17 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     }
   }
   ev.eager = true;
-  if (exe && exe->op) {
+  if (exe && exe->op && ev.hit && cause == "segment" && !t.recording && R->cfg.async_launch &&
+      exe->input_values.size() + outputs.size() >= kAsyncMinArrays) {
+    launch_in_background(exe, t, outputs, &temps);
+    ++exe->runs;
+    ++R->stats.executions;
+    ++R->stats.background_launches;
+    R->stats.fused_kernels += exe->fused_kernels;
+    R->stats.fused_ops += exe->fused_ops;
+    ev.eager = false;
+  } else if (exe && exe->op) {
+    drain_launches();
     try {
       run(*exe, t, outputs);
       ++R->stats.executions;
@@ -300,6 +341,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
       run_eagerly(t, outputs);  // gives MXNet's own error for the failing op, if any
     }
   } else {
+    drain_launches();
     ++R->stats.eager_replays;
     run_eagerly(t, outputs);
   }
@@ -310,7 +352,10 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
 }
 
 void flush_all(const std::string& cause, bool force_eager) {
-  if (R->pending == 0) return;
+  if (R->pending == 0) {
+    drain_launches();  // nothing recorded, but segments may still be on their way to MXNet
+    return;
+  }
   std::string where = user_site();
   ThreadState& mine = me();
   flush_thread(mine, cause, where, force_eager);

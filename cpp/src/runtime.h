@@ -30,6 +30,7 @@ struct Config {
   bool track_source = true;
   bool log_recompiles = false, log_flushes = false;
   bool fuse = true;  // run elementwise chains and optimizer updates in our own kernels (fuse.h)
+  bool async_launch = true;  // hand cached segments to MXNet from a background thread (launch.h)
 };
 
 struct Site;

@@ -20,6 +20,7 @@ struct Stats {
   uint64_t ops_recorded = 0;
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
   uint64_t executions = 0, eager_replays = 0;
+  uint64_t background_launches = 0;  // executions handed to MXNet by the launcher thread (launch.h)
   double compile_ms = 0;
   uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels run, and the recorded ops they stood for
   std::map<std::string, uint64_t> flushes;    // by cause

@@ -1,0 +1,124 @@
+#include "launch.h"
+
+#include <pybind11/pybind11.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "mxapi.h"
+
+namespace minpy {
+namespace py = pybind11;
+
+namespace {
+
+struct Launcher {
+  std::mutex mu;
+  std::condition_variable work, done;
+  std::deque<LaunchJob> queue;
+  size_t in_flight = 0;            // queued or being launched
+  std::vector<void*> retired;      // references of launched jobs, to release under the GIL
+  std::string failure;             // the first failed launch; later jobs are skipped
+  bool started = false;
+
+  void loop() {
+    for (;;) {
+      LaunchJob job;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        work.wait(lock, [&] { return !queue.empty(); });
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      std::string error;
+      bool skip;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        skip = !failure.empty();
+      }
+      if (!skip) {
+        AutogradState state(false, job.training);  // this thread's own autograd state
+        int nout = static_cast<int>(job.outs.size());
+        NDArrayHandle* outp = job.outs.data();
+        const int* stypes = nullptr;
+        if (MXInvokeCachedOpEx(job.exe->op, static_cast<int>(job.ins.size()), job.ins.data(), &nout, &outp,
+                               &stypes) != 0)
+          error = MXGetLastError();
+      }
+      for (auto h : job.temps) MXNDArrayFree(h);
+      job.exe.reset();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        retired.insert(retired.end(), job.refs.begin(), job.refs.end());
+        if (!error.empty() && failure.empty()) failure = error;
+        --in_flight;
+      }
+      done.notify_all();
+    }
+  }
+
+  // Releases the references of launched jobs (GIL held).
+  void retire() {
+    std::vector<void*> refs;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      refs.swap(retired);
+    }
+    for (void* r : refs) Py_DECREF(static_cast<PyObject*>(r));
+  }
+};
+
+Launcher& launcher() {
+  static Launcher* l = new Launcher();  // never destroyed: its thread runs until the process ends
+  return *l;
+}
+
+}  // namespace
+
+void launch_async(LaunchJob&& job) {
+  Launcher& l = launcher();
+  l.retire();
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (!l.started) {
+      std::thread([&l] { l.loop(); }).detach();
+      l.started = true;
+    }
+    l.queue.push_back(std::move(job));
+    ++l.in_flight;
+  }
+  l.work.notify_one();
+}
+
+void drain_launches() {
+  Launcher& l = launcher();
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    if (l.in_flight == 0 && l.retired.empty() && l.failure.empty()) return;
+  }
+  {
+    py::gil_scoped_release nogil;  // a launch may need Python (a Custom op under NaiveEngine)
+    std::unique_lock<std::mutex> lock(l.mu);
+    l.done.wait(lock, [&] { return l.in_flight == 0; });
+  }
+  l.retire();
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(l.mu);
+    failure.swap(l.failure);
+  }
+  if (!failure.empty())
+    throw MXError("a graph launched in the background failed (it and the segments queued after it did not run): " +
+                  failure);
+}
+
+size_t launches_in_flight() {
+  Launcher& l = launcher();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return l.in_flight;
+}
+
+}  // namespace minpy
