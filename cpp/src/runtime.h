@@ -3,6 +3,7 @@
 //   pyarray.cc  Python NDArray objects: handles, liveness, the lazy-array pool
 //   record.cc   the interceptor: one op call -> trace nodes (+ scalar lifting)
 //   flush.cc    a trace -> outputs, cache lookup or compile, execution, release
+//   launch.cc   cached segments handed to MXNet from a background thread, in order
 //   bindings.cc scopes, statistics and the Python module
 #pragma once
 #include <pybind11/pybind11.h>
