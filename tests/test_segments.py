@@ -253,3 +253,18 @@ def test_another_thread_reading_during_a_scope_sees_launched_segments():
             reader.start()
             reader.join()
     np.testing.assert_array_equal(seen["w"], ref_w[10].asnumpy())
+
+
+def test_an_error_in_the_block_after_background_launches_keeps_their_results():
+    """Ops recorded before the error ran, as they would have eagerly; nothing is left queued."""
+    ws, gs, ms = _update_state()
+    ref_w, ref_m = _copies(ws), _copies(ms)
+    for step in range(3):
+        _updates(ref_w, gs, ref_m)
+        with pytest.raises(ZeroDivisionError):
+            with minpy_jit.jit():
+                _updates(ws, gs, ms)
+                1 / 0
+        assert minpy_jit._core.pending() == 0
+        assert_same(ref_w + ref_m, ws + ms, rtol=0)
+    assert minpy_jit.stats()["background_launches"] >= 4

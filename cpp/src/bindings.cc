@@ -146,9 +146,14 @@ void exit_scope() {
       set_site(ts);
     }
   } pop{ts};
-  if (ts.depth == 1) {
-    flush_thread(ts, "scope exit", user_site());
-    drain_launches();  // leaving the scope, everything it recorded has reached MXNet
+  if (ts.depth == 1) {  // leaving the scope, everything it recorded has reached MXNet
+    try {
+      flush_thread(ts, "scope exit", user_site());
+    } catch (...) {
+      drain_launches(false);  // the flush's error wins; a failed launch is reported at the next drain
+      throw;
+    }
+    drain_launches();
   }
 }
 

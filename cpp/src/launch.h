@@ -30,9 +30,9 @@ struct LaunchJob {
 void launch_async(LaunchJob&& job);
 
 // Waits until every queued job has been launched (releasing the GIL meanwhile), then
-// releases their references. Throws MXError if a launch failed; the jobs queued after a
-// failed one are not launched.
-void drain_launches();
+// releases their references. Throws MXError if a launch failed (the jobs queued after a
+// failed one are not launched); with report=false the failure is kept for the next drain.
+void drain_launches(bool report = true);
 
 // Jobs queued and not yet launched (any thread may ask).
 size_t launches_in_flight();
