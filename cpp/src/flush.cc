@@ -227,9 +227,16 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<O
 
 // Launches handed to MXNet by the launcher thread (launch.h) pass at least this many arrays:
 // MXNet's launch costs ~0.5 us per array; below this the hand-off to another thread and the
-// third busy thread on a 2-core machine cost as much as they save (W4's 35-array segments
-// ran 10-15% slower in the background, W5's 190-array ones 5-10% faster).
+// third busy thread on a 2-core machine cost as much as they save (W4's 13-array segments
+// ran 10-15% slower in the background, W5's 193-array ones 5-10% faster).
 constexpr size_t kAsyncMinArrays = 128;
+
+// How many arrays a run of the executor hands MXNet (see launch_arrays).
+size_t arrays_passed(const Executor& exe) {
+  size_t n = exe.input_values.size() + exe.placeholders.size();
+  for (char in_place : exe.output_in_place) n += !in_place;
+  return n;
+}
 
 // Queues a cache hit for the launcher thread (launch.h). The job keeps the Python arrays it
 // reads and writes alive, and takes over the arrays the trace made for this run only.
@@ -320,7 +327,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   }
   ev.eager = true;
   if (exe && exe->op && ev.hit && cause == "segment" && !t.recording && R->cfg.async_launch &&
-      exe->input_values.size() + outputs.size() >= kAsyncMinArrays) {
+      arrays_passed(*exe) >= kAsyncMinArrays) {
     launch_in_background(exe, t, outputs, &temps);
     ++exe->runs;
     ++R->stats.executions;
