@@ -268,3 +268,20 @@ def test_an_error_in_the_block_after_background_launches_keeps_their_results():
         assert minpy_jit._core.pending() == 0
         assert_same(ref_w + ref_m, ws + ms, rtol=0)
     assert minpy_jit.stats()["background_launches"] >= 4
+
+
+def test_segments_under_numpy_shape_semantics_run_on_the_recording_thread():
+    """np_shape mode is per thread in MXNet: such segments are not handed to the launcher."""
+    ws, gs, ms = _update_state()
+    ref_w, ref_m = _copies(ws), _copies(ms)
+    with mx.util.np_shape(True):
+        for _ in range(3):
+            _updates(ref_w, gs, ref_m)
+            launches = _launches(lambda: _scoped(_updates, ws, gs, ms))
+            assert launches == 0
+            assert_same(ref_w + ref_m, ws + ms, rtol=0)
+
+
+def _scoped(fn, *args):
+    with minpy_jit.jit():
+        fn(*args)

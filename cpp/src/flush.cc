@@ -326,7 +326,8 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     }
   }
   ev.eager = true;
-  if (exe && exe->op && ev.hit && cause == "segment" && !t.recording && R->cfg.async_launch &&
+  // Not under numpy shape semantics: that mode is per thread in MXNet, and the launcher's is off.
+  if (exe && exe->op && ev.hit && cause == "segment" && !t.recording && !t.np_shape && R->cfg.async_launch &&
       arrays_passed(*exe) >= kAsyncMinArrays) {
     launch_in_background(exe, t, outputs, &temps);
     ++exe->runs;
