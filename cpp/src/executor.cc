@@ -127,14 +127,18 @@ void launch_arrays(const Executor& exe, const Trace& trace, const std::vector<Ou
   outs->insert(outs->end(), exe.placeholders.begin(), exe.placeholders.end());
 }
 
-void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
-  std::vector<NDArrayHandle> ins, outs;
-  launch_arrays(exe, trace, outputs, &ins, &outs);
+int invoke_cached_op(CachedOpHandle op, std::vector<NDArrayHandle>& ins, std::vector<NDArrayHandle>& outs) {
   int nout = static_cast<int>(outs.size());
   NDArrayHandle* outp = outs.data();
   const int* stypes = nullptr;
+  return MXInvokeCachedOpEx(op, static_cast<int>(ins.size()), ins.data(), &nout, &outp, &stypes);
+}
+
+void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
+  std::vector<NDArrayHandle> ins, outs;
+  launch_arrays(exe, trace, outputs, &ins, &outs);
   AutogradState state(trace.recording, trace.training);
-  MX_CALL(MXInvokeCachedOpEx(exe.op, static_cast<int>(ins.size()), ins.data(), &nout, &outp, &stypes));
+  MX_CALL(invoke_cached_op(exe.op, ins, outs));
   ++exe.runs;
 }
 

@@ -55,6 +55,9 @@ struct AutogradState {
 void launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs,
                    std::vector<NDArrayHandle>* ins, std::vector<NDArrayHandle>* outs);
 
+// Hands MXNet one run of a CachedOp (its results written into `outs`); MXNet's return code.
+int invoke_cached_op(CachedOpHandle op, std::vector<NDArrayHandle>& ins, std::vector<NDArrayHandle>& outs);
+
 // Runs an executor on the trace's arrays under the trace's autograd state.
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 

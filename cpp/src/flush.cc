@@ -257,6 +257,7 @@ void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const 
   job.temps.insert(job.temps.end(), t.owned.begin(), t.owned.end());  // lifted scalars
   t.owned.clear();
   launch_async(std::move(job));
+  ++exe->runs;
 }
 
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
@@ -326,32 +327,34 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     }
   }
   ev.eager = true;
-  // Not under numpy shape semantics: that mode is per thread in MXNet, and the launcher's is off.
-  if (exe && exe->op && ev.hit && cause == "segment" && !t.recording && !t.np_shape && R->cfg.async_launch &&
-      arrays_passed(*exe) >= kAsyncMinArrays) {
+  const bool compiled = exe && exe->op;
+  // Not under autograd or numpy shape semantics: both are per-thread modes in MXNet, and the
+  // launcher thread only sets the training flag.
+  const bool background = compiled && ev.hit && cause == "segment" && !t.recording && !t.np_shape &&
+                          R->cfg.async_launch && arrays_passed(*exe) >= kAsyncMinArrays;
+  if (background) {
     launch_in_background(exe, t, outputs, &temps);
-    ++exe->runs;
-    ++R->stats.executions;
     ++R->stats.background_launches;
+    ev.eager = false;
+  } else {
+    drain_launches();  // a run on this thread comes after every launch queued before it
+    if (compiled) {
+      try {
+        run(*exe, t, outputs);
+        ev.eager = false;
+      } catch (const MXError&) {
+        // replayed eagerly below: that gives MXNet's own error for the failing op, if any
+      }
+    }
+    if (ev.eager) {
+      ++R->stats.eager_replays;
+      run_eagerly(t, outputs);
+    }
+  }
+  if (!ev.eager) {
+    ++R->stats.executions;
     R->stats.fused_kernels += exe->fused_kernels;
     R->stats.fused_ops += exe->fused_ops;
-    ev.eager = false;
-  } else if (exe && exe->op) {
-    drain_launches();
-    try {
-      run(*exe, t, outputs);
-      ++R->stats.executions;
-      R->stats.fused_kernels += exe->fused_kernels;
-      R->stats.fused_ops += exe->fused_ops;
-      ev.eager = false;
-    } catch (const MXError&) {
-      ++R->stats.eager_replays;
-      run_eagerly(t, outputs);  // gives MXNet's own error for the failing op, if any
-    }
-  } else {
-    drain_launches();
-    ++R->stats.eager_replays;
-    run_eagerly(t, outputs);
   }
   if (R->cfg.log_flushes)
     log_line("minpy_jit: flush " + cause + " at " + where + ": " + std::to_string(ev.nodes) + " ops, " +

@@ -27,26 +27,18 @@ struct Launcher {
   void loop() {
     for (;;) {
       LaunchJob job;
+      bool skip;
       {
         std::unique_lock<std::mutex> lock(mu);
         work.wait(lock, [&] { return !queue.empty(); });
         job = std::move(queue.front());
         queue.pop_front();
-      }
-      std::string error;
-      bool skip;
-      {
-        std::lock_guard<std::mutex> lock(mu);
         skip = !failure.empty();
       }
+      std::string error;
       if (!skip) {
         AutogradState state(false, job.training);  // this thread's own autograd state
-        int nout = static_cast<int>(job.outs.size());
-        NDArrayHandle* outp = job.outs.data();
-        const int* stypes = nullptr;
-        if (MXInvokeCachedOpEx(job.exe->op, static_cast<int>(job.ins.size()), job.ins.data(), &nout, &outp,
-                               &stypes) != 0)
-          error = MXGetLastError();
+        if (invoke_cached_op(job.exe->op, job.ins, job.outs) != 0) error = MXGetLastError();
       }
       for (auto h : job.temps) MXNDArrayFree(h);
       job.exe.reset();
