@@ -174,12 +174,19 @@ def _params(n, seed):
     return [arr(rand(4, 4, seed=seed + i)) for i in range(n)]
 
 
-def _update_state(n=150):
-    return _params(n, 0), _params(n, 1000), _params(n, 2000)
-
-
 def _copies(arrays):
     return [a.copy() for a in arrays]
+
+
+def _state_and_reference(n=150):
+    """Weights, gradients and momenta for n updates, and copies of weights and momenta for eager."""
+    ws, gs, ms = _params(n, 0), _params(n, 1000), _params(n, 2000)
+    return ws, gs, ms, _copies(ws), _copies(ms)
+
+
+def _scoped(fn, *args):
+    with minpy_jit.jit():
+        fn(*args)
 
 
 def _launches(fn):
@@ -193,16 +200,11 @@ def test_segments_handed_over_in_the_background_equal_eager(background):
     """W5's shape: segments of 64 in-place updates hit the cache and are handed to MXNet by the
     launcher thread (async_launch); weights and momenta equal eager's after every step."""
     minpy_jit.config(async_launch=background)
-    ws, gs, ms = _update_state()
-    ref_w, ref_m = _copies(ws), _copies(ms)
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
     launches = 0
     for step in range(4):
         _updates(ref_w, gs, ref_m)
-
-        def body():
-            with minpy_jit.jit():
-                _updates(ws, gs, ms)
-        launches += _launches(body)
+        launches += _launches(lambda: _scoped(_updates, ws, gs, ms))
         assert_same(ref_w + ref_m, ws + ms, rtol=0)
     # 150 updates: two full segments of 64 (the second is the first's graph again, a cache hit
     # even in step 1) go to the launcher; the tail of 22 runs at scope exit. Step 1 compiles
@@ -211,8 +213,7 @@ def test_segments_handed_over_in_the_background_equal_eager(background):
 
 
 def test_reading_mid_scope_waits_for_background_launches():
-    ws, gs, ms = _update_state()
-    ref_w, ref_m = _copies(ws), _copies(ms)
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
     for _ in range(3):
         _updates(ref_w, gs, ref_m)
         with minpy_jit.jit():
@@ -224,8 +225,7 @@ def test_reading_mid_scope_waits_for_background_launches():
 
 
 def test_an_eager_fallback_after_background_launches_sees_their_results():
-    ws, gs, ms = _update_state()
-    ref_w, ref_m = _copies(ws), _copies(ms)
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
     mask = nd.array([1, 0, 1, 1])
     for _ in range(3):
         _updates(ref_w, gs, ref_m)
@@ -239,26 +239,22 @@ def test_an_eager_fallback_after_background_launches_sees_their_results():
 
 def test_another_thread_reading_during_a_scope_sees_launched_segments():
     import threading
-    ws, gs, ms = _update_state()
-    ref_w, ref_m = _copies(ws), _copies(ms)
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
     for _ in range(2):
         _updates(ref_w, gs, ref_m)
     seen = {}
+    _scoped(_updates, ws, gs, ms)  # the second step's segments then hit the cache
     with minpy_jit.jit():
         _updates(ws, gs, ms)
-    for _ in range(1):
-        with minpy_jit.jit():
-            _updates(ws, gs, ms)
-            reader = threading.Thread(target=lambda: seen.update(w=ws[10].asnumpy()))
-            reader.start()
-            reader.join()
+        reader = threading.Thread(target=lambda: seen.update(w=ws[10].asnumpy()))
+        reader.start()
+        reader.join()
     np.testing.assert_array_equal(seen["w"], ref_w[10].asnumpy())
 
 
 def test_an_error_in_the_block_after_background_launches_keeps_their_results():
     """Ops recorded before the error ran, as they would have eagerly; nothing is left queued."""
-    ws, gs, ms = _update_state()
-    ref_w, ref_m = _copies(ws), _copies(ms)
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
     for step in range(3):
         _updates(ref_w, gs, ref_m)
         with pytest.raises(ZeroDivisionError):
@@ -272,8 +268,7 @@ def test_an_error_in_the_block_after_background_launches_keeps_their_results():
 
 def test_segments_under_numpy_shape_semantics_run_on_the_recording_thread():
     """np_shape mode is per thread in MXNet: such segments are not handed to the launcher."""
-    ws, gs, ms = _update_state()
-    ref_w, ref_m = _copies(ws), _copies(ms)
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
     with mx.util.np_shape(True):
         for _ in range(3):
             _updates(ref_w, gs, ref_m)
@@ -281,7 +276,3 @@ def test_segments_under_numpy_shape_semantics_run_on_the_recording_thread():
             assert launches == 0
             assert_same(ref_w + ref_m, ws + ms, rtol=0)
 
-
-def _scoped(fn, *args):
-    with minpy_jit.jit():
-        fn(*args)
