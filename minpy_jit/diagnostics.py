@@ -52,8 +52,10 @@ def config(**options):
           one while Python records the next (default 64; 0 turns it off). Cuts fall where the
           op that ended the last segment comes round again, so a loop's segments repeat and
           hit the cache.
-    async_launch: a segment that hits the cache is handed to MXNet by a background thread
-          while Python records on (default True); every other path to MXNet waits for it first
+    async_launch: a segment cut mid-scope that hits the cache, is not recorded under autograd
+          or numpy shape semantics and hands MXNet at least 128 arrays is launched by a
+          background thread while Python records on (default True); every other path to MXNet
+          waits for such launches first
     cache_size: compiled executors kept, LRU (default 256)
     recompile_limit: distinct graphs a jit() site may compile for the same flush (its first,
           second, ... segment) before it runs eagerly (default 8)

@@ -1,7 +1,8 @@
 """Where minpy_jit hooks into MXNet, and how it gets out again.
 
 Two hooks, both installed only while some thread is inside a `jit()` scope (with
-frontend.py's faster stand-ins for MXNet's per-op argument checks and NDArray.context):
+frontend.py's faster stand-ins for MXNet's per-op argument checks and the NDArray
+properties read per argument or per parameter):
 
 1. `mxnet.ndarray.register._imperative_invoke` -- the one function every
    generated `mx.nd` op, NDArray operator, optimizer update and Gluon layer
