@@ -36,7 +36,8 @@ kernels = Extension(
     sources=sorted(glob.glob("cpp/kernels/*.cc")) + [os.path.join(MX_DIR, "src", "lib_api.cc")],
     include_dirs=[os.path.join(MX_DIR, "include")],
     extra_compile_args=["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno",
-                        "-fno-trapping-math"],
+                        "-fno-trapping-math", "-fopenmp"],
+    extra_link_args=["-fopenmp"],
     language="c++",
 )
 

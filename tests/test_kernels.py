@@ -316,6 +316,26 @@ def test_strided_column_access():
     assert_bitwise(got.asnumpy(), -sq.T)
 
 
+@pytest.mark.parametrize("shape,access", [((1 << 20,), None), ((2000, 700), "0,1400,1;700,1400,1")])
+def test_large_calls_split_over_threads_give_the_same_bits(shape, access):
+    """Above the kernel's work threshold the tiles run on several threads: every element
+    (flat, and column slices of a wider array) equals the same program run on one row
+    or a small piece, which stays on one thread."""
+    wide = shape if access is None else (shape[0], 2 * shape[1])
+    a, b = _values(wide, 21), _values(wide, 22)
+    prog = "ld 0;ld 1;c 0.9;mul 0 2;c 0.1;add 3 4;tanh 5;sigmoid 1;mul 6 7;sub 8 0"
+    got = fused([nd(a), nd(b)], prog, "9", out_shape=shape, access=access).asnumpy()
+    if access is None:
+        for lo in (0, 333333, (1 << 20) - 4096):
+            piece = fused([nd(a[lo:lo + 4096]), nd(b[lo:lo + 4096])], prog, "9").asnumpy()
+            assert_bitwise(got[lo:lo + 4096], piece)
+    else:
+        for r in (0, 999, 1999):
+            row = fused([nd(a[r:r + 1]), nd(b[r:r + 1])], prog, "9", out_shape=(1, shape[1]),
+                        access=access).asnumpy()
+            assert_bitwise(got[r:r + 1], row)
+
+
 def test_out_of_bounds_access_is_an_error():
     with pytest.raises(mx.base.MXNetError):
         fused([nd(np.ones((4, 8)))], "ld 0;neg 0", "1", out_shape=(4, 8), access="1,8,1").wait_to_read()

@@ -10,5 +10,5 @@ OUT=${1:-$HERE/../../build/kernels/libminpy_kernels.so}
 PY=${2:-python3}
 M=$("$PY" -c 'import os, mxnet; print(os.path.dirname(mxnet.__file__))' 2>/dev/null | tail -1)
 mkdir -p "$(dirname "$OUT")"
-exec g++ -shared -fPIC -std=c++17 -O3 -ffp-contract=off -fno-math-errno -fno-trapping-math \
+exec g++ -shared -fPIC -std=c++17 -O3 -ffp-contract=off -fno-math-errno -fno-trapping-math -fopenmp \
   -I"$M/include" "$HERE"/*.cc "$M/src/lib_api.cc" -o "$OUT"

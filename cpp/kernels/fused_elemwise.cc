@@ -11,12 +11,20 @@
 // In-place safety: per tile, all loads run before any output is stored, and
 // tiles never overlap, so an output may share memory with an input that is
 // read with the same contiguous access.
+//
+// Threads: a call with enough work splits its tiles over OpenMP threads (the
+// same libgomp runtime MXNet's own CPU kernels use, from the engine worker that
+// runs the op; see max_threads() for how many); small calls stay on the calling
+// thread, where a parallel region would cost more than it saves.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <omp.h>
 
 #include "mxnet/lib_api.h"
 
@@ -29,6 +37,11 @@ namespace minpy_kernels {
 namespace {
 
 constexpr int64_t kTile = 512;  // floats per register buffer (2 KiB): a few live ones fit L1
+// Work (elements x instruction cost, a transcendental counting kHeavyCost) below which a
+// call runs on one thread: about 100 us of single-thread time (W4's gate blocks, 2K
+// elements, stay serial; W2's 1M-element chain splits).
+constexpr int64_t kParallelWork = int64_t(1) << 20;
+constexpr int64_t kHeavyCost = 8;
 
 enum OpCode : int {
   kLd, kConst,
@@ -73,9 +86,14 @@ struct Program {
   std::vector<Instr> per_tile;   // everything else, in program order
   std::vector<int> out_buf;      // buffer holding each output
   int num_bufs = 0;
+  int64_t cost_per_elem = 0;     // per-tile instructions, a transcendental weighing kHeavyCost
 };
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
+
+bool heavy(OpCode op) {
+  return op == kSigmoid || op == kTanh || op == kExp || op == kLog || op == kSoftrelu;
+}
 
 int parse_reg(const std::string& tok, int limit, const std::string& ins) {
   int64_t r = parse_int(tok);
@@ -188,6 +206,7 @@ Program parse_program(const AttrMap& attrs) {
     if (raw[i].uses.size() > 0) ins.a = buf_of[raw[i].uses[0]];
     if (raw[i].uses.size() > 1) ins.b = buf_of[raw[i].uses[1]];
     p.per_tile.push_back(ins);
+    p.cost_per_elem += heavy(ins.op) ? kHeavyCost : 1;
     for (int u : raw[i].uses) {
       if (last_use[u] == i && !hoisted(u)) {
         last_use[u] = -1;  // freed once even if used twice by this instruction
@@ -265,46 +284,112 @@ struct Call {
   const Program* p;
   const float* const* in;   // input data pointers
   float* const* out;        // output data pointers
-  float* const* buf;        // register buffers
 };
 
-// The one function compiled per ISA: everything it calls is inlined, so the
-// AVX2 / AVX-512 clones vectorize all the instruction loops.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void execute(const Call& c) {
-  const Program& p = *c.p;
-  for (const Instr& ins : p.once) {
-    if (ins.op == kConst) fill(c.buf[ins.dst], ins.f0, kTile);
-    else fill(c.buf[ins.dst], c.in[ins.input][p.access[ins.input].offset], kTile);
+// The iteration space in tiles: short rows are packed several to a tile, long rows
+// are split into tiles; tile k is row block k / col_tiles, column block k % col_tiles.
+struct Tiling {
+  int64_t R, C, rows_per_tile, row_tiles, col_tiles;
+  explicit Tiling(const Program& p) {
+    R = p.flat ? 1 : p.rows;
+    C = p.flat ? p.rows * p.cols : p.cols;
+    rows_per_tile = (C >= kTile) ? 1 : std::max<int64_t>(1, kTile / std::max<int64_t>(C, 1));
+    row_tiles = (R + rows_per_tile - 1) / rows_per_tile;
+    col_tiles = (C + kTile - 1) / kTile;
   }
-  const int64_t R = p.flat ? 1 : p.rows;
-  const int64_t C = p.flat ? p.rows * p.cols : p.cols;
-  // Short rows are packed several to a tile; long rows are split into tiles.
-  const int64_t rows_per_tile = (C >= kTile) ? 1 : std::max<int64_t>(1, kTile / C);
-  for (int64_t r0 = 0; r0 < R; r0 += rows_per_tile) {
-    const int64_t nr = std::min(rows_per_tile, R - r0);
-    for (int64_t c0 = 0; c0 < C; c0 += kTile) {
-      const int64_t nc = std::min(kTile, C - c0);
-      const int64_t n = nr * nc;
-      for (const Instr& ins : p.per_tile) {
-        if (ins.op == kLd) {
-          const Access& a = p.access[ins.input];
-          const float* base = c.in[ins.input] + a.offset + c0 * a.col_stride;
-          if (p.flat) {
-            std::memcpy(c.buf[ins.dst], base, n * sizeof(float));
-          } else {
-            for (int64_t i = 0; i < nr; ++i)
-              gather(c.buf[ins.dst] + i * nc, base + (r0 + i) * a.row_stride, a.col_stride, nc);
-          }
+  int64_t count() const { return row_tiles * col_tiles; }
+};
+
+// Runs tiles [t0, t1) with register buffers `buf` (num_bufs x kTile floats). The one
+// function compiled per ISA: everything it calls is inlined, so the AVX2 / AVX-512
+// clones vectorize all the instruction loops.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void execute_tiles(const Call& c, float* const* buf, int64_t t0, int64_t t1) {
+  const Program& p = *c.p;
+  const Tiling tl(p);
+  for (const Instr& ins : p.once) {
+    if (ins.op == kConst) fill(buf[ins.dst], ins.f0, kTile);
+    else fill(buf[ins.dst], c.in[ins.input][p.access[ins.input].offset], kTile);
+  }
+  const int64_t R = tl.R, C = tl.C;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t r0 = (t / tl.col_tiles) * tl.rows_per_tile;
+    const int64_t c0 = (t % tl.col_tiles) * kTile;
+    const int64_t nr = std::min(tl.rows_per_tile, R - r0);
+    const int64_t nc = std::min(kTile, C - c0);
+    const int64_t n = nr * nc;
+    for (const Instr& ins : p.per_tile) {
+      if (ins.op == kLd) {
+        const Access& a = p.access[ins.input];
+        const float* base = c.in[ins.input] + a.offset + c0 * a.col_stride;
+        if (p.flat) {
+          std::memcpy(buf[ins.dst], base, n * sizeof(float));
         } else {
-          run_instr(ins, c.buf, n);
+          for (int64_t i = 0; i < nr; ++i)
+            gather(buf[ins.dst] + i * nc, base + (r0 + i) * a.row_stride, a.col_stride, nc);
         }
+      } else {
+        run_instr(ins, buf, n);
       }
-      // Stores last: in-place outputs only overwrite what this tile already loaded.
-      // Outputs are contiguous (R, C); a tile is either whole rows or part of one row.
-      for (int k = 0; k < p.num_outputs; ++k)
-        std::memcpy(c.out[k] + r0 * C + c0, c.buf[p.out_buf[k]], n * sizeof(float));
     }
+    // Stores last: in-place outputs only overwrite what this tile already loaded.
+    // Outputs are contiguous (R, C); a tile is either whole rows or part of one row.
+    for (int k = 0; k < p.num_outputs; ++k)
+      std::memcpy(c.out[k] + r0 * C + c0, buf[p.out_buf[k]], n * sizeof(float));
+  }
+}
+
+// One thread's share: its own register buffers (thread-local scratch, 64-byte aligned).
+void run_share(const Call& c, int64_t t0, int64_t t1) {
+  if (t0 >= t1) return;
+  const Program& p = *c.p;
+  thread_local std::vector<float> scratch;
+  const size_t need = static_cast<size_t>(p.num_bufs) * kTile + 16;
+  if (scratch.size() < need) scratch.resize(need);
+  float* base = scratch.data();
+  base += (16 - (reinterpret_cast<uintptr_t>(base) / sizeof(float)) % 16) % 16;
+  thread_local std::vector<float*> bufs;
+  bufs.resize(p.num_bufs);
+  for (int i = 0; i < p.num_bufs; ++i) bufs[i] = base + i * kTile;
+  execute_tiles(c, bufs.data(), t0, t1);
+}
+
+// The most threads a call may use: MXNET_OMP_MAX_THREADS or OMP_NUM_THREADS when the user
+// set them (the limits MXNet's kernels obey), else every core this process may run on.
+// MXNet's own default is half the cores (it assumes hyperthreads), which on a 2-core
+// machine is one: its engine worker's omp_get_max_threads() says 1 there.
+int max_threads() {
+  static const int n = [] {
+    for (const char* var : {"MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS"}) {
+      const char* v = std::getenv(var);
+      if (v && std::atoi(v) > 0) return std::atoi(v);
+    }
+    return std::max(omp_get_num_procs(), 1);
+  }();
+  return n;
+}
+
+// Threads worth using for this call: 1 below kParallelWork, else up to max_threads(),
+// each thread getting at least kParallelWork / 2 of work.
+int threads_for(const Program& p, int64_t tiles) {
+  const int64_t work = p.rows * p.cols * std::max<int64_t>(p.cost_per_elem, 1);
+  if (work < kParallelWork || tiles < 2) return 1;
+  int64_t t = std::min<int64_t>({max_threads(), tiles, work / (kParallelWork / 2)});
+  return static_cast<int>(std::max<int64_t>(t, 1));
+}
+
+void execute(const Call& c) {
+  const Tiling tl(*c.p);
+  const int64_t tiles = tl.count();
+  const int nt = threads_for(*c.p, tiles);
+  if (nt <= 1) {
+    run_share(c, 0, tiles);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t k = omp_get_thread_num(), n = omp_get_num_threads();
+    run_share(c, tiles * k / n, tiles * (k + 1) / n);
   }
 }
 
@@ -355,15 +440,8 @@ class FusedState : public CustomStatefulOp {
       }
       out[k] = t.data<float>();
     }
-    // Per-thread scratch: safe if the same graph runs on several threads.
-    thread_local std::vector<float> scratch;
-    const size_t need = static_cast<size_t>(p.num_bufs) * kTile + 16;
-    if (scratch.size() < need) scratch.resize(need);
-    float* base = scratch.data();
-    base += (16 - (reinterpret_cast<uintptr_t>(base) / sizeof(float)) % 16) % 16;  // 64-byte align
-    std::vector<float*> bufs(p.num_bufs);
-    for (int i = 0; i < p.num_bufs; ++i) bufs[i] = base + i * kTile;
-    Call call{&p, in.data(), out.data(), bufs.data()};
+    // Register buffers are per thread: safe if the same graph runs on several threads.
+    Call call{&p, in.data(), out.data()};
     execute(call);
     return MX_SUCCESS;
   }
