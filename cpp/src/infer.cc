@@ -16,14 +16,33 @@ struct SymbolGuard {
   }
 };
 
-std::string first_lines(const std::string& msg, int max_lines) {
-  std::string out;
-  int lines = 0;
-  for (char c : msg) {
-    if (c == '\n' && ++lines >= max_lines) break;
-    out += c;
+// MXNet's check message as eager code shows it: MXGetLastError after a symbolic inference
+// reads "MXNetError: Error in operator : [12:34:56] ../src/x.h:67: Check failed: ...";
+// eager errors end with "Check failed: ..." alone. The wrapping is dropped.
+std::string check_message(std::string msg) {
+  auto drop_prefix = [&msg](const std::string& prefix) {
+    if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
+  };
+  auto last = msg.rfind("MXNetError: ");
+  if (last != std::string::npos) msg.erase(0, last + 12);
+  if (msg.compare(0, 18, "Error in operator ") == 0) {
+    auto colon = msg.find(": ");
+    if (colon != std::string::npos) msg.erase(0, colon + 2);
   }
-  return out;
+  // "[hh:mm:ss] <file>:<line>: " -- a log stamp and MXNet's source position
+  if (msg.size() > 11 && msg[0] == '[' && msg[9] == ']' && msg[10] == ' ') {
+    auto pos = msg.find(": ", 11);
+    auto space = msg.find(' ', 11);
+    if (pos != std::string::npos && space == pos + 1) msg.erase(0, pos + 2);
+  }
+  drop_prefix("MXNetError: ");
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return msg;
+}
+
+// A failed inference call: MXNet's message without the C API call around it.
+void infer_check(int rc) {
+  if (rc != 0) throw MXError(MXGetLastError());
 }
 
 std::string describe_inputs(const std::vector<const AVal*>& ins) {
@@ -82,19 +101,20 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
   }
   SymbolHandle sym = nullptr;
   try {
-    MX_CALL(MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(), vals.data(),
-                                       &sym));
+    infer_check(MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(),
+                                           vals.data(), &sym));
     guard.held.push_back(sym);
     std::vector<std::string> names;
     std::vector<SymbolHandle> vars;
     for (size_t i = 0; i < ins.size(); ++i) {
       names.push_back("a" + std::to_string(i));
       SymbolHandle v = nullptr;
-      MX_CALL(MXSymbolCreateVariable(names.back().c_str(), &v));
+      infer_check(MXSymbolCreateVariable(names.back().c_str(), &v));
       guard.held.push_back(v);
       vars.push_back(v);
     }
-    if (!ins.empty()) MX_CALL(MXSymbolCompose(sym, "op", static_cast<uint32_t>(vars.size()), nullptr, vars.data()));
+    // Unnamed, as eager's nodes are: MXNet's check messages quote the node name.
+    if (!ins.empty()) infer_check(MXSymbolCompose(sym, "", static_cast<uint32_t>(vars.size()), nullptr, vars.data()));
 
     std::vector<const char*> name_ptrs;
     std::vector<uint32_t> ind{0};
@@ -110,7 +130,7 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
     const int *in_nd = nullptr, *out_nd = nullptr, *aux_nd = nullptr;
     const int **in_d = nullptr, **out_d = nullptr, **aux_d = nullptr;
     int complete = 0;
-    MX_CALL(MXSymbolInferShapeEx(sym, static_cast<uint32_t>(ins.size()), name_ptrs.data(), ind.data(),
+    infer_check(MXSymbolInferShapeEx(sym, static_cast<uint32_t>(ins.size()), name_ptrs.data(), ind.data(),
                                  shape_data.data(), &in_n, &in_nd, &in_d, &out_n, &out_nd, &out_d, &aux_n, &aux_nd,
                                  &aux_d, &complete));
     if (!complete) {
@@ -130,7 +150,7 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
     }
     uint32_t tin = 0, tout = 0, taux = 0;
     const int *tin_d = nullptr, *tout_d = nullptr, *taux_d = nullptr;
-    MX_CALL(MXSymbolInferType(sym, static_cast<uint32_t>(ins.size()), name_ptrs.data(), type_data.data(), &tin,
+    infer_check(MXSymbolInferType(sym, static_cast<uint32_t>(ins.size()), name_ptrs.data(), type_data.data(), &tin,
                               &tin_d, &tout, &tout_d, &taux, &taux_d, &complete));
     if (!complete || tout != out_n) {
       sig.recordable = false;
@@ -151,14 +171,14 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
     }
     uint32_t naux = 0;
     const char** aux_names = nullptr;
-    MX_CALL(MXSymbolListAuxiliaryStates(sym, &naux, &aux_names));
+    infer_check(MXSymbolListAuxiliaryStates(sym, &naux, &aux_names));
     for (uint32_t i = 0; i < naux; ++i) {
       std::string n = aux_names[i];
       if (n.size() > 1 && n[0] == 'a') sig.mutable_inputs.push_back(std::atoi(n.c_str() + 1));
     }
   } catch (const MXError& e) {
     throw OpInputError("operator '" + op.name + "' rejected its inputs (" + describe_inputs(ins) +
-                       "): " + first_lines(e.what(), 6));
+                       "): " + check_message(e.what()));
   }
   return sig;
 }
