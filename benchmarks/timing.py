@@ -201,13 +201,14 @@ def print_env(file=None):
         print(line, file=file or sys.stdout)
 
 
-def table(rows, headers, file=None):
-    """Print a plain-text table; rows are sequences of already formatted cells."""
+def table(rows, headers, file=None, left=1):
+    """Print a plain-text table; rows are sequences of already formatted cells. The first `left`
+    columns are left-aligned, the others right-aligned."""
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h))
               for i, h in enumerate(headers)]
     out = file or sys.stdout
-    fmt = "  ".join("{:<%d}" % w if i == 0 else "{:>%d}" % w for i, w in enumerate(widths))
+    fmt = "  ".join("{:<%d}" % w if i < left else "{:>%d}" % w for i, w in enumerate(widths))
     print(fmt.format(*headers), file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for r in rows:

@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 from mxnet import gluon, nd  # noqa: E402
 
 import minpy_jit  # noqa: E402
+import reference  # noqa: E402
 import timing  # noqa: E402
 
 # W1 definition (copied from the benchmark definitions)
@@ -43,7 +44,7 @@ class Chain(gluon.HybridBlock):
 
 def main():
     timing.seed_all()
-    x0 = nd.random.uniform(-1, 1, shape=SHAPE)
+    x0 = nd.array(reference.w1_input())
     x0.wait_to_read()
 
     def eager():
@@ -66,6 +67,9 @@ def main():
         y = chain(x0)
     assert np.allclose(y.asnumpy(), ref, rtol=1e-5, atol=1e-5), "jit result differs from eager"
     assert np.allclose(net(x0).asnumpy(), ref, rtol=1e-5, atol=1e-5), "hybridized result differs"
+    # every mode against the float64 reference (reported in run_all's summary)
+    checks = {"eager": reference.check("W1", ref), "hybrid": reference.check("W1", net(x0).asnumpy()),
+              "jit": reference.check("W1", y.asnumpy())}
 
     # cold: the first call of a structure, compile included
     minpy_jit.reset_stats()
@@ -142,11 +146,14 @@ def main():
     print("recording overhead per op:    %.2f us/op (recording - wrapper)" % (rec - wrap))
     print("cold compile:                 %.2f ms per graph, %d graphs per call (stats()['compile_ms'] per "
           "miss; first call: %.2f ms)" % (compile_ms, graphs, compile_ms_first))
+    for m, c in checks.items():
+        print("%-6s vs float64 reference (%s): %s" % (m, c["tol"], reference.check_text(c)))
     print("jit steady stats: cache_hits=%d cache_misses=%d flushes=%s ops_recorded=%d executions=%d "
           "fallbacks=%s" % (jit_stats["cache_hits"], jit_stats["cache_misses"], jit_stats["flushes"],
                              jit_stats["ops_recorded"], jit_stats["executions"], jit_stats["fallbacks"]))
     timing.write_summary(timing.summary_arg(), dict(
-        workload="W1 small-op chain", unit="us/op", eager=us(r_eager), hybrid=us(r_hyb), jit=us(r_jit),
+        id="W1", workload="W1 small-op chain", unit="us/op", eager=us(r_eager), hybrid=us(r_hyb), jit=us(r_jit),
+        checks=checks,
         jit_cold=us(r_cold), cache_hits=jit_stats["cache_hits"], cache_misses=jit_stats["cache_misses"],
         record_us_per_op=rec, wrapper_us_per_op=wrap, compile_ms=compile_ms))
 

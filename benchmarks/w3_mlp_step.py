@@ -20,6 +20,7 @@ from mxnet import autograd, gluon, nd  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 
 import minpy_jit  # noqa: E402
+import reference  # noqa: E402
 import timing  # noqa: E402
 
 # W3 definition (copied from the benchmark definitions)
@@ -40,10 +41,8 @@ def make_net():
 
 
 def make_data():
-    rng = np.random.RandomState(timing.SEED)
-    x = nd.array(rng.uniform(-1, 1, (BATCH, SIZES[0])).astype(np.float32))
-    y = nd.array(rng.randint(0, SIZES[-1], BATCH).astype(np.float32))
-    return x, y
+    _, _, x, labels = reference.w3_inputs()
+    return nd.array(x), nd.array(labels.astype(np.float32))
 
 
 class Setup:
@@ -81,12 +80,17 @@ class Setup:
     def params(self):
         return [p.data().asnumpy() for p in self.net.collect_params().values()]
 
+    def check(self, losses):
+        """This mode's losses and weights against the float64 reference (reference.py)."""
+        p = self.params()  # weight, bias of each layer in turn
+        return reference.check("W3", reference.w3_result(losses, p[0::2], p[1::2]))
+
 
 def initial_weights():
+    """The reference's initial weights, in the order of collect_params (weight, bias per layer)."""
     timing.seed_all()
-    net = make_net()
-    net.initialize(mx.init.Xavier())
-    return [p.data().copy() for p in net.collect_params().values()]
+    weights, biases, _, _ = reference.w3_inputs()
+    return [nd.array(a) for wb in zip(weights, biases) for a in wb]
 
 
 def rss_child(mode):
@@ -109,8 +113,12 @@ def main():
     setups = {m: Setup(m, init) for m in MODES}
 
     # correctness, once, before timing: 3 steps from the same weights
-    for _ in range(3):
+    history = {m: [] for m in MODES}
+    for _ in range(reference.CHECK_STEPS):
         losses = {m: s.step().asscalar() for m, s in setups.items()}
+        for m in MODES:
+            history[m].append(losses[m])
+    checks = {m: setups[m].check(history[m]) for m in MODES}
     ref = setups["eager"].params()
     for m in ("jit", "hybrid"):
         for a, b in zip(setups[m].params(), ref):
@@ -136,6 +144,8 @@ def main():
     print("(peak RSS: each mode alone in a fresh process, %d steps; setup-only process: %.0f MB)"
           % (RSS_STEPS, rss["none"]))
     print()
+    for m, c in checks.items():
+        print("%-6s vs float64 reference (%s): %s" % (m, c["tol"], reference.check_text(c)))
     print("ratio eager/jit      %s" % timing.ratio(ms["eager"], ms["jit"]))
     print("ratio hybridized/jit %s" % timing.ratio(ms["hybrid"], ms["jit"]))
     print("jit stats over the timed steps: cache_hits=%d cache_misses=%d flushes=%s executions=%d "
@@ -143,7 +153,8 @@ def main():
                                              jit_stats["flushes"], jit_stats["executions"],
                                              jit_stats["eager_replays"], jit_stats["fallbacks"]))
     timing.write_summary(timing.summary_arg(), dict(
-        workload="W3 MLP train step", unit="ms/step", eager=ms["eager"], hybrid=ms["hybrid"], jit=ms["jit"],
+        id="W3", workload="W3 MLP train step", unit="ms/step", eager=ms["eager"], hybrid=ms["hybrid"], jit=ms["jit"],
+        checks=checks,
         cache_hits=jit_stats["cache_hits"], cache_misses=jit_stats["cache_misses"],
         rss_mb={m: rss[m] for m in rss}))
 

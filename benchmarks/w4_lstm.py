@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 from mxnet import gluon, nd  # noqa: E402
 
 import minpy_jit  # noqa: E402
+import reference  # noqa: E402
 import timing  # noqa: E402
 
 # W4 definition (copied from the benchmark definitions)
@@ -41,8 +42,11 @@ class Unrolled(gluon.HybridBlock):
 
 def main():
     timing.seed_all()
+    w_ih, w_hh, b_ih, b_hh, xs_np, h0_np, c0_np = reference.w4_inputs()
     cell = gluon.rnn.LSTMCell(HIDDEN, input_size=INPUT)
     cell.initialize(mx.init.Xavier())
+    for suffix, value in (("i2h_weight", w_ih), ("h2h_weight", w_hh), ("i2h_bias", b_ih), ("h2h_bias", b_hh)):
+        cell.collect_params()[cell.prefix + suffix].set_data(nd.array(value))
     seq = Unrolled()
     seq.initialize()
     for name, p in cell.collect_params().items():
@@ -50,11 +54,10 @@ def main():
         seq.cell.collect_params()[seq.cell.prefix + suffix].set_data(p.data())
     seq.hybridize(static_alloc=True, static_shape=True)
 
-    rng = np.random.RandomState(timing.SEED)
-    x_all = nd.array(rng.uniform(-1, 1, (T, BATCH, INPUT)).astype(np.float32))
+    x_all = nd.array(xs_np)
     xs = [x_all[t].copy() for t in range(T)]  # split up front: indexing is not part of the timed loop
-    h0 = nd.zeros((BATCH, HIDDEN))
-    c0 = nd.zeros((BATCH, HIDDEN))
+    h0 = nd.array(h0_np)
+    c0 = nd.array(c0_np)
     nd.waitall()
 
     def loop():
@@ -83,6 +86,7 @@ def main():
     for a, b, c in zip(ref, got, hyb):
         assert np.allclose(a, b, rtol=1e-5, atol=1e-6), "jit result differs from eager"
         assert np.allclose(a, c, rtol=1e-5, atol=1e-6), "hybridized result differs from eager"
+    checks = {m: reference.check("W4", r) for m, r in (("eager", ref), ("hybrid", hyb), ("jit", got))}
 
     minpy_jit.reset_stats()
     res = timing.compare({"eager": eager, "hybrid": hybrid, "jit": jitted})
@@ -100,6 +104,8 @@ def main():
     rows = [[names[m], "%.3f" % ms[m], "%.0f%%" % (100 * res[m].spread)] for m in ("eager", "hybrid", "jit")]
     timing.table(rows, ["mode", "ms/sequence", "spread"])
     print()
+    for m, c in checks.items():
+        print("%-6s vs float64 reference (%s): %s" % (m, c["tol"], reference.check_text(c)))
     print("ratio eager/jit      %s" % timing.ratio(ms["eager"], ms["jit"]))
     print("ratio hybridized/jit %s" % timing.ratio(ms["hybrid"], ms["jit"]))
     print("jit stats over the timed calls: cache_hits=%d cache_misses=%d flushes=%s executions=%d "
@@ -107,7 +113,8 @@ def main():
               jit_stats["cache_hits"], jit_stats["cache_misses"], jit_stats["flushes"],
               jit_stats["executions"], n_ops, jit_stats["eager_replays"], jit_stats["fallbacks"]))
     timing.write_summary(timing.summary_arg(), dict(
-        workload="W4 LSTM cell loop", unit="ms/seq", eager=ms["eager"], hybrid=ms["hybrid"], jit=ms["jit"],
+        id="W4", workload="W4 LSTM cell loop", unit="ms/seq", eager=ms["eager"], hybrid=ms["hybrid"], jit=ms["jit"],
+        checks=checks,
         cache_hits=jit_stats["cache_hits"], cache_misses=jit_stats["cache_misses"]))
 
 

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 from mxnet import gluon, nd  # noqa: E402
 
 import minpy_jit  # noqa: E402
+import reference  # noqa: E402
 import timing  # noqa: E402
 
 # W5 definition (copied from the benchmark definitions)
@@ -31,10 +32,7 @@ MOMENTUM = 0.9
 
 
 def initial_arrays():
-    rng = np.random.RandomState(timing.SEED)
-    ws = [rng.uniform(-1, 1, SHAPE).astype(np.float32) for _ in range(N_PARAMS)]
-    gs = [rng.uniform(-1, 1, SHAPE).astype(np.float32) * 1e-3 for _ in range(N_PARAMS)]
-    return ws, gs
+    return reference.w5_inputs()
 
 
 class OpForm:
@@ -119,6 +117,7 @@ def main():
     # correctness, once, before timing: 3 updates from the same state. A jit()
     # failure is reported in the table (and stops that form), never hidden.
     errors = {}
+    checks = {}
     for kind in KINDS:
         for mode in ("eager", "jit"):
             try:
@@ -128,6 +127,8 @@ def main():
                 if mode == "eager":
                     raise
                 errors[kind] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160])
+            else:
+                checks[(kind, mode)] = reference.check("W5", forms[(kind, mode)].weights())
         if kind not in errors:
             ref = forms[(kind, "eager")].weights()
             for a, b in zip(forms[(kind, "jit")].weights(), ref):
@@ -168,6 +169,8 @@ def main():
                      "%.0f" % (sum(s["fallbacks"].values()) / max(1, s["calls"]))])
     timing.table(rows, ["form", "eager ms", "hybridized", "jit ms", "eager/jit", "hits/misses",
                         "fallback ops/update"])
+    for (kind, mode), c in checks.items():
+        print("%s %s vs float64 reference (%s): %s" % (LABELS[kind], mode, c["tol"], reference.check_text(c)))
     print("hybridized: n/a -- an optimizer update is not a Gluon block, so there is nothing to hybridize.")
     for kind in KINDS:
         if kind in errors:
@@ -178,8 +181,12 @@ def main():
               "fallbacks=%s" % (kind, s["cache_hits"], s["cache_misses"], s["flushes"], s["executions"],
                                 s["eager_replays"], s["fallbacks"]))
     timing.write_summary(timing.summary_arg(), dict(
-        workload="W5 200x SGD-momentum (sgd_mom_update)", unit="ms/update", eager=ms[("op", "eager")],
+        id="W5", workload="W5 200x SGD-momentum (sgd_mom_update)", unit="ms/update", eager=ms[("op", "eager")],
         hybrid=None, jit=ms[("op", "jit")], cache_hits=stats["op"]["cache_hits"],
+        checks={mode: checks.get(("op", mode)) for mode in ("eager", "jit")},
+        extra_systems=[dict(system="%s %s" % ("MXNet eager" if mode == "eager" else "jit()", LABELS[kind]),
+                            value=ms.get((kind, mode)), check=checks.get((kind, mode)))
+                       for kind in KINDS if kind != "op" for mode in ("eager", "jit")],
         cache_misses=stats["op"]["cache_misses"], errors=errors,
         other={kind: dict(eager=ms[(kind, "eager")], jit=ms.get((kind, "jit")))
                for kind in KINDS if kind != "op"}))
