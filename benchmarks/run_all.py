@@ -84,7 +84,8 @@ def run_script(python, script, args, tmp, failed):
 def mxnet_systems(s):
     """The rows of one MXNet summary: eager, hybridized, jit() and any extra forms."""
     checks = s.get("checks") or {}
-    rows = [dict(system=MXNET_NAMES[m], value=s[m], check=checks.get(m))
+    form = " (%s)" % s["form"] if s.get("form") else ""
+    rows = [dict(system=MXNET_NAMES[m] + form, value=s[m], check=checks.get(m))
             for m in ("eager", "hybrid", "jit") if s.get(m) is not None]
     return rows + list(s.get("extra_systems") or [])
 

@@ -154,7 +154,7 @@ def main():
                                              jit_stats["eager_replays"], jit_stats["fallbacks"]))
     timing.write_summary(timing.summary_arg(), dict(
         id="W3", workload="W3 MLP train step", unit="ms/step", eager=ms["eager"], hybrid=ms["hybrid"], jit=ms["jit"],
-        checks=checks,
+        checks=checks, form="Gluon + Trainer",
         cache_hits=jit_stats["cache_hits"], cache_misses=jit_stats["cache_misses"],
         rss_mb={m: rss[m] for m in rss}))
 

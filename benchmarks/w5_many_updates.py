@@ -183,9 +183,11 @@ def main():
     timing.write_summary(timing.summary_arg(), dict(
         id="W5", workload="W5 200x SGD-momentum (sgd_mom_update)", unit="ms/update", eager=ms[("op", "eager")],
         hybrid=None, jit=ms[("op", "jit")], cache_hits=stats["op"]["cache_hits"],
-        checks={mode: checks.get(("op", mode)) for mode in ("eager", "jit")},
-        extra_systems=[dict(system="%s %s" % ("MXNet eager" if mode == "eager" else "jit()", LABELS[kind]),
-                            value=ms.get((kind, mode)), check=checks.get((kind, mode)))
+        checks={mode: checks.get(("op", mode)) for mode in ("eager", "jit")}, form=LABELS["op"],
+        extra_systems=[dict(system="%s (%s)" % ("MXNet eager" if mode == "eager" else "minpy_jit jit()",
+                                                LABELS[kind]),
+                            value=ms.get((kind, mode)), check=checks.get((kind, mode)),
+                            error=errors.get(kind) if mode == "jit" else None)
                        for kind in KINDS if kind != "op" for mode in ("eager", "jit")],
         cache_misses=stats["op"]["cache_misses"], errors=errors,
         other={kind: dict(eager=ms[(kind, "eager")], jit=ms.get((kind, "jit")))
