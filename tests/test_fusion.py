@@ -192,18 +192,21 @@ def test_empty_and_zero_d():
         assert fused(res) == 1
 
 
-def test_not_fused_under_autograd_recording():
-    """Our kernels have no gradient: recorded segments keep MXNet's ops (exact grads)."""
-    def fn(x):
+def test_fused_under_autograd_recording():
+    """Recorded chains become fused units with a gradient (tests/test_fused_grad.py has
+    the detail); a broadcast's gradient is a reduction, so it stays MXNet's op."""
+    def fn(x, b):
         x.attach_grad()
         with autograd.record():
             y = nd.tanh(x * 2 + 1)
-        y.backward()
-        return y, x.grad
+            z = nd.broadcast_add(y, b)
+        z.backward()
+        return y, z, x.grad
 
-    res = run_both(fn, arr(rand(4, 4)))
+    res = run_both(fn, arr(rand(4, 4)), arr(rand(1, 4, seed=1)))
     assert_same(res.eager, res.jitted)
-    assert fused(res) == 0
+    assert fused(res) == 1
+    assert "broadcast_add" not in minpy_jit.last_graph().split("program:")[0].split("_minpy_fused")[1]
 
 
 def test_fuse_off_gives_mxnet_kernels_bit_for_bit():

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,11 +30,13 @@
 #include "mxnet/lib_api.h"
 
 #include "attrs.h"
+#include "fused_ssa.h"
 #include "vmath.h"
 
 using namespace mxnet::ext;
 
 namespace minpy_kernels {
+namespace fused {
 namespace {
 
 constexpr int64_t kTile = 512;  // floats per register buffer (2 KiB): a few live ones fit L1
@@ -43,42 +46,8 @@ constexpr int64_t kTile = 512;  // floats per register buffer (2 KiB): a few liv
 constexpr int64_t kParallelWork = int64_t(1) << 20;
 constexpr int64_t kHeavyCost = 8;
 
-enum OpCode : int {
-  kLd, kConst,
-  // unary
-  kNeg, kAbs, kRelu, kReluNan, kSigmoid, kTanh, kExp, kLog, kSqrt, kRsqrt, kSquare, kRecip,
-  kSoftrelu, kSoftsign,
-  // binary
-  kAdd, kSub, kMul, kDiv, kMax, kMin,
-  kClip,
-};
-
-struct OpName { const char* name; OpCode code; int arity; };
-const OpName kOps[] = {
-  {"neg", kNeg, 1}, {"abs", kAbs, 1}, {"relu", kRelu, 1}, {"relu_nan", kReluNan, 1},
-  {"sigmoid", kSigmoid, 1}, {"tanh", kTanh, 1}, {"exp", kExp, 1}, {"log", kLog, 1},
-  {"sqrt", kSqrt, 1}, {"rsqrt", kRsqrt, 1}, {"square", kSquare, 1}, {"recip", kRecip, 1},
-  {"softrelu", kSoftrelu, 1}, {"softsign", kSoftsign, 1},
-  {"add", kAdd, 2}, {"sub", kSub, 2}, {"mul", kMul, 2}, {"div", kDiv, 2},
-  {"max", kMax, 2}, {"min", kMin, 2},
-};
-
-struct Access {
-  int64_t offset, row_stride, col_stride;
-  bool broadcast() const { return row_stride == 0 && col_stride == 0; }
-};
-
-// One executable instruction; a, b, dst are register BUFFER ids (after allocation).
-struct Instr {
-  OpCode op;
-  int dst = -1, a = -1, b = -1;
-  int input = -1;         // kLd: which input
-  float f0 = 0, f1 = 0;   // kConst value / kClip bounds
-};
-
 struct Program {
   int num_inputs = 0, num_outputs = 0;
-  std::vector<int64_t> out_shape;
   int64_t rows = 1, cols = 1;    // iteration space R x C
   bool flat = false;             // every live load is contiguous or broadcast
   std::vector<Access> access;
@@ -101,74 +70,17 @@ int parse_reg(const std::string& tok, int limit, const std::string& ins) {
   return static_cast<int>(r);
 }
 
-Program parse_program(const AttrMap& attrs) {
+// Liveness, hoisting and register-buffer allocation of an SSA program.
+Program compile(const Ssa& f) {
   Program p;
-  p.num_inputs = static_cast<int>(parse_int(attr(attrs, "num_inputs")));
-  p.num_outputs = static_cast<int>(parse_int(attr(attrs, "num_outputs")));
-  if (p.num_inputs < 0 || p.num_outputs < 1) fail("bad num_inputs/num_outputs");
-  p.out_shape = parse_int_tuple(attr(attrs, "out_shape"));
-  for (int64_t d : p.out_shape) if (d < 0) fail("negative dim in out_shape");
-  p.cols = p.out_shape.empty() ? 1 : p.out_shape.back();
-  p.rows = 1;
-  for (size_t i = 0; i + 1 < p.out_shape.size(); ++i) p.rows *= p.out_shape[i];
-
-  // access: "off,rs,cs;off,rs,cs;..."
-  std::string acc = attr_or(attrs, "access", "");
-  if (p.num_inputs > 0) {
-    auto parts = split(acc, ';');
-    if (static_cast<int>(parts.size()) != p.num_inputs)
-      fail("access has " + std::to_string(parts.size()) + " descriptors for " +
-           std::to_string(p.num_inputs) + " inputs");
-    for (const auto& part : parts) {
-      auto v = split(part, ',');
-      if (v.size() != 3) fail("access descriptor '" + part + "' is not 'offset,row_stride,col_stride'");
-      p.access.push_back({parse_int(v[0]), parse_int(v[1]), parse_int(v[2])});
-      if (p.access.back().offset < 0) fail("negative offset in access '" + part + "'");
-    }
-  }
-
-  // Parse instructions into SSA form first (operands are register ids).
-  struct Raw { Instr ins; std::vector<int> uses; };
-  std::vector<Raw> raw;
-  for (const auto& text : split(attr(attrs, "program"), ';')) {
-    auto tok = split(text, ' ');
-    int n = static_cast<int>(raw.size());
-    Raw r;
-    const std::string& name = tok[0];
-    auto need = [&](size_t k) {
-      if (tok.size() != k) fail("instruction '" + text + "' needs " + std::to_string(k - 1) + " operands");
-    };
-    if (name == "ld") {
-      need(2);
-      r.ins.op = kLd;
-      r.ins.input = static_cast<int>(parse_int(tok[1]));
-      if (r.ins.input < 0 || r.ins.input >= p.num_inputs) fail("'" + text + "': no such input");
-    } else if (name == "c") {
-      need(2);
-      r.ins.op = kConst;
-      r.ins.f0 = parse_float(tok[1]);
-    } else if (name == "clip") {
-      need(4);
-      r.ins.op = kClip;
-      r.uses = {parse_reg(tok[1], n, text)};
-      r.ins.f0 = parse_float(tok[2]);
-      r.ins.f1 = parse_float(tok[3]);
-    } else {
-      const OpName* found = nullptr;
-      for (const auto& o : kOps) if (name == o.name) found = &o;
-      if (!found) fail("unknown instruction '" + text + "'");
-      need(1 + found->arity);
-      r.ins.op = found->code;
-      for (int k = 0; k < found->arity; ++k) r.uses.push_back(parse_reg(tok[1 + k], n, text));
-    }
-    raw.push_back(r);
-  }
+  p.num_inputs = f.num_inputs;
+  p.num_outputs = f.num_outputs;
+  p.rows = f.rows;
+  p.cols = f.cols;
+  p.access = f.access;
+  const std::vector<Raw>& raw = f.code;
   const int nreg = static_cast<int>(raw.size());
-  std::vector<int> out_reg;
-  for (const auto& s : split(attr(attrs, "outputs"), ',')) out_reg.push_back(parse_reg(s, nreg, "outputs"));
-  if (static_cast<int>(out_reg.size()) != p.num_outputs)
-    fail("outputs lists " + std::to_string(out_reg.size()) + " registers for " +
-         std::to_string(p.num_outputs) + " outputs");
+  const std::vector<int>& out_reg = f.outputs;
 
   // Liveness: drop dead instructions; remember each register's last use.
   const int kForever = nreg;
@@ -217,6 +129,85 @@ Program parse_program(const AttrMap& attrs) {
   for (int r : out_reg) p.out_buf.push_back(buf_of[r]);
   return p;
 }
+
+}  // namespace
+
+Ssa parse_ssa(const AttrMap& attrs) {
+  Ssa p;
+  p.num_inputs = static_cast<int>(parse_int(attr(attrs, "num_inputs")));
+  p.num_outputs = static_cast<int>(parse_int(attr(attrs, "num_outputs")));
+  if (p.num_inputs < 0 || p.num_outputs < 1) fail("bad num_inputs/num_outputs");
+  p.out_shape = parse_int_tuple(attr(attrs, "out_shape"));
+  for (int64_t d : p.out_shape) if (d < 0) fail("negative dim in out_shape");
+  p.cols = p.out_shape.empty() ? 1 : p.out_shape.back();
+  p.rows = 1;
+  for (size_t i = 0; i + 1 < p.out_shape.size(); ++i) p.rows *= p.out_shape[i];
+
+  // access: "off,rs,cs;off,rs,cs;..."
+  std::string acc = attr_or(attrs, "access", "");
+  if (p.num_inputs > 0) {
+    auto parts = split(acc, ';');
+    if (static_cast<int>(parts.size()) != p.num_inputs)
+      fail("access has " + std::to_string(parts.size()) + " descriptors for " +
+           std::to_string(p.num_inputs) + " inputs");
+    for (const auto& part : parts) {
+      auto v = split(part, ',');
+      if (v.size() != 3) fail("access descriptor '" + part + "' is not 'offset,row_stride,col_stride'");
+      p.access.push_back({parse_int(v[0]), parse_int(v[1]), parse_int(v[2])});
+      if (p.access.back().offset < 0) fail("negative offset in access '" + part + "'");
+    }
+  }
+
+  // Instructions in SSA form (operands are register ids).
+  std::vector<Raw>& raw = p.code;
+  for (const auto& text : split(attr(attrs, "program"), ';')) {
+    auto tok = split(text, ' ');
+    int n = static_cast<int>(raw.size());
+    Raw r;
+    const std::string& name = tok[0];
+    auto need = [&](size_t k) {
+      if (tok.size() != k) fail("instruction '" + text + "' needs " + std::to_string(k - 1) + " operands");
+    };
+    if (name == "ld") {
+      need(2);
+      r.ins.op = kLd;
+      r.ins.input = static_cast<int>(parse_int(tok[1]));
+      if (r.ins.input < 0 || r.ins.input >= p.num_inputs) fail("'" + text + "': no such input");
+    } else if (name == "c") {
+      need(2);
+      r.ins.op = kConst;
+      r.ins.f0 = parse_float(tok[1]);
+    } else if (name == "clip") {
+      need(4);
+      r.ins.op = kClip;
+      r.uses = {parse_reg(tok[1], n, text)};
+      r.ins.f0 = parse_float(tok[2]);
+      r.ins.f1 = parse_float(tok[3]);
+    } else if (name == "clip_grad") {
+      need(5);
+      r.ins.op = kClipGrad;
+      r.uses = {parse_reg(tok[1], n, text), parse_reg(tok[2], n, text)};
+      r.ins.f0 = parse_float(tok[3]);
+      r.ins.f1 = parse_float(tok[4]);
+    } else {
+      const OpName* found = nullptr;
+      for (const auto& o : kOps) if (name == o.name) found = &o;
+      if (!found) fail("unknown instruction '" + text + "'");
+      need(1 + found->arity);
+      r.ins.op = found->code;
+      for (int k = 0; k < found->arity; ++k) r.uses.push_back(parse_reg(tok[1 + k], n, text));
+    }
+    raw.push_back(r);
+  }
+  const int nreg = static_cast<int>(raw.size());
+  for (const auto& s : split(attr(attrs, "outputs"), ',')) p.outputs.push_back(parse_reg(s, nreg, "outputs"));
+  if (static_cast<int>(p.outputs.size()) != p.num_outputs)
+    fail("outputs lists " + std::to_string(p.outputs.size()) + " registers for " +
+         std::to_string(p.num_outputs) + " outputs");
+  return p;
+}
+
+namespace {
 
 // ---- kernels: tiny loops, inlined into the target_clones'd executor ----
 #define KI static inline __attribute__((always_inline))
@@ -270,6 +261,15 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n) {
       return x != x ? x : (y != y ? y : (x > y ? x : y)); }); break;
     case kMin: binary(d, a, b, n, [](float x, float y) {
       return x != x ? x : (y != y ? y : (x < y ? x : y)); }); break;
+    case kSign: unary(d, a, n, [](float x) { return x < 0.0f ? -1.0f : (x > 0.0f ? 1.0f : 0.0f); }); break;
+    case kStep: unary(d, a, n, [](float x) { return x > 0.0f ? 1.0f : 0.0f; }); break;
+    case kStepNan: unary(d, a, n, [](float x) { return x != x ? x : (x > 0.0f ? 1.0f : 0.0f); }); break;
+    case kClipGrad: {
+      // MXNet's clip backward: the gradient passes unless x is outside [lo, hi] (NaN passes).
+      const float lo = in.f0, hi = in.f1;
+      binary(d, a, b, n, [lo, hi](float g, float x) { return (x > hi || x < lo) ? 0.0f : g; });
+      break;
+    }
     case kClip: {
       // MXNet's clip operator tests the upper bound first (matters only if lo > hi).
       const float lo = in.f0, hi = in.f1;
@@ -335,7 +335,7 @@ void execute_tiles(const Call& c, float* const* buf, int64_t t0, int64_t t1) {
     // Stores last: in-place outputs only overwrite what this tile already loaded.
     // Outputs are contiguous (R, C); a tile is either whole rows or part of one row.
     for (int k = 0; k < p.num_outputs; ++k)
-      std::memcpy(c.out[k] + r0 * C + c0, buf[p.out_buf[k]], n * sizeof(float));
+      if (c.out[k]) std::memcpy(c.out[k] + r0 * C + c0, buf[p.out_buf[k]], n * sizeof(float));
   }
 }
 
@@ -400,54 +400,85 @@ MXReturnValue report(const std::exception& e) {
   return MX_FAIL;
 }
 
+// Runs compiled program p over MXNet's tensors after checking them against it. An
+// output without memory (a gradient MXNet does not want: kNullOp) is skipped.
+MXReturnValue run(const Program& p, const std::vector<MXTensor>& inputs, const std::vector<MXTensor>& outputs,
+                  const char* what) {
+  if (static_cast<int>(inputs.size()) != p.num_inputs || static_cast<int>(outputs.size()) != p.num_outputs) {
+    MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": " << inputs.size() << " inputs and "
+                 << outputs.size() << " outputs for a program of " << p.num_inputs << " and " << p.num_outputs;
+    return MX_FAIL;
+  }
+  const int64_t total = p.rows * p.cols;
+  if (total == 0) return MX_SUCCESS;
+  std::vector<const float*> in(p.num_inputs);
+  std::vector<float*> out(p.num_outputs);
+  for (int j = 0; j < p.num_inputs; ++j) {
+    const MXTensor& t = inputs[j];
+    const Access& a = p.access[j];
+    // Bounds check of the descriptor against the real input (strides may be negative).
+    int64_t lo = a.offset, hi = a.offset;
+    for (int64_t s : {a.row_stride * (p.rows - 1), a.col_stride * (p.cols - 1)}) {
+      if (s < 0) lo += s; else hi += s;
+    }
+    if (t.dtype != kFloat32 || lo < 0 || hi >= const_cast<MXTensor&>(t).size() || !t.data_ptr) {
+      MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": input " << j << " is not float32 or its access "
+                   << a.offset << "," << a.row_stride << "," << a.col_stride << " reads outside its "
+                   << const_cast<MXTensor&>(t).size() << " elements";
+      return MX_FAIL;
+    }
+    in[j] = static_cast<const float*>(t.data_ptr);
+  }
+  for (int k = 0; k < p.num_outputs; ++k) {
+    const MXTensor& t = outputs[k];
+    if (!t.data_ptr) continue;
+    if (t.dtype != kFloat32 || const_cast<MXTensor&>(t).size() != total) {
+      MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": output " << k << " must be float32 of size " << total;
+      return MX_FAIL;
+    }
+    out[k] = static_cast<float*>(t.data_ptr);
+  }
+  // Register buffers are per thread: safe if the same graph runs on several threads.
+  Call call{&p, in.data(), out.data()};
+  execute(call);
+  return MX_SUCCESS;
+}
+
+// One per graph node. MXNet hands the backward node (_backward__minpy_fused_elemwise) the
+// forward node's state, so the gradient program is derived from the same SSA, once, when
+// the node first runs backward.
 class FusedState : public CustomStatefulOp {
  public:
-  explicit FusedState(Program p) : prog_(std::move(p)) {}
+  explicit FusedState(Ssa ssa) : ssa_(std::move(ssa)), prog_(compile(ssa_)) {}
 
   MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
                         const OpResource&) override {
-    const Program& p = prog_;
-    if (static_cast<int>(inputs->size()) != p.num_inputs ||
-        static_cast<int>(outputs->size()) != p.num_outputs) {
-      MX_ERROR_MSG << "_minpy_fused_elemwise: wrong number of inputs/outputs";
+    return run(prog_, *inputs, *outputs, "");
+  }
+
+  // inputs: [output gradients, forward inputs, forward outputs]; outputs: input gradients.
+  MXReturnValue Backward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
+                         const OpResource&) override {
+    std::call_once(grad_once_, [this] {
+      try {
+        grad_ = compile(gradient_ssa(ssa_));
+      } catch (const std::exception& e) {
+        grad_error_ = e.what();
+      }
+    });
+    if (!grad_error_.empty()) {
+      MX_ERROR_MSG << "_minpy_fused_elemwise backward: " << grad_error_;
       return MX_FAIL;
     }
-    const int64_t total = p.rows * p.cols;
-    if (total == 0) return MX_SUCCESS;
-    std::vector<const float*> in(p.num_inputs);
-    std::vector<float*> out(p.num_outputs);
-    for (int j = 0; j < p.num_inputs; ++j) {
-      MXTensor& t = (*inputs)[j];
-      const Access& a = p.access[j];
-      // Bounds check of the descriptor against the real input (strides may be negative).
-      int64_t lo = a.offset, hi = a.offset;
-      for (int64_t s : {a.row_stride * (p.rows - 1), a.col_stride * (p.cols - 1)}) {
-        if (s < 0) lo += s; else hi += s;
-      }
-      if (t.dtype != kFloat32 || lo < 0 || hi >= t.size()) {
-        MX_ERROR_MSG << "_minpy_fused_elemwise: input " << j << " is not float32 or its access "
-                     << a.offset << "," << a.row_stride << "," << a.col_stride
-                     << " reads outside its " << t.size() << " elements";
-        return MX_FAIL;
-      }
-      in[j] = t.data<float>();
-    }
-    for (int k = 0; k < p.num_outputs; ++k) {
-      MXTensor& t = (*outputs)[k];
-      if (t.dtype != kFloat32 || t.size() != total) {
-        MX_ERROR_MSG << "_minpy_fused_elemwise: output " << k << " must be float32 of size " << total;
-        return MX_FAIL;
-      }
-      out[k] = t.data<float>();
-    }
-    // Register buffers are per thread: safe if the same graph runs on several threads.
-    Call call{&p, in.data(), out.data()};
-    execute(call);
-    return MX_SUCCESS;
+    return run(grad_, *inputs, *outputs, " backward");
   }
 
  private:
+  Ssa ssa_;
   Program prog_;
+  std::once_flag grad_once_;
+  Program grad_;
+  std::string grad_error_;
 };
 
 MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
@@ -482,7 +513,7 @@ MXReturnValue create_state(const AttrMap& attrs, const MXContext&,
                            const std::vector<std::vector<unsigned int>>&, const std::vector<int>,
                            CustomStatefulOp** state) {
   try {
-    *state = CustomStatefulOp::create<FusedState>(parse_program(attrs));
+    *state = CustomStatefulOp::create<FusedState>(parse_ssa(attrs));
     return MX_SUCCESS;
   } catch (const std::exception& e) { return report(e); }
 }
@@ -495,4 +526,5 @@ REGISTER_OP(_minpy_fused_elemwise)
     .setInferShape(infer_shape)
     .setCreateOpState(create_state, "cpu");
 
+}  // namespace fused
 }  // namespace minpy_kernels

@@ -121,10 +121,20 @@ int axis_of(const Node& n, const char* dflt, int ndim) {
   return ax < 0 ? ax + ndim : ax;
 }
 
-// The node's kind if our kernels can run it, else kNone.
+// The node's kind if our kernels can run it, else kNone. Under autograd recording only
+// what the elementwise kernel's gradient covers: same-shape operands (a broadcast's
+// gradient is a reduction), no splits or slices (their gradient writes part of a wider
+// array), no optimizer updates.
 Kind classify(const Trace& t, const Node& n) {
   auto it = rules().find(n.op->name);
   if (it == rules().end()) return kNone;
+  if (t.recording) {
+    Kind k = it->second.kind;
+    if (k == kSplit || k == kSlice || k == kUpdate) return kNone;
+    if (k == kBinary)
+      for (int v : n.in)
+        if (!same_dims(t.values[v].aval, t.values[n.out[0]].aval)) return kNone;
+  }
   for (int v : n.in)
     if (!f32_cpu(t.values[v].aval)) return kNone;
   for (int v : n.out)
@@ -371,7 +381,6 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
   FusionPlan plan;
   const size_t n_nodes = t.nodes.size();
   plan.unit_of_node.assign(n_nodes, -1);
-  if (t.recording) return plan;  // our kernels have no gradients
 
   std::vector<int> group_of(n_nodes, -1);
   std::vector<Group> groups;
@@ -457,8 +466,33 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     }
   }
 
+  // Under recording, a value's gradient is the sum of one contribution per read (plus, for
+  // a graph output, the gradient from outside the graph, which MXNet's CachedOp adds first,
+  // fused or not). Two reads add up to the same bits in either order; with more, MXNet's
+  // order of summation is its graph's, which a fused unit would change: such values stay
+  // with MXNet's ops.
+  std::vector<char> many_contributions;
+  if (t.recording) {
+    std::vector<int> reads(t.values.size(), 0);
+    for (size_t i = 0; i < n_nodes; ++i)
+      if (live[i])
+        for (int v : t.nodes[i].in) ++reads[v];
+    many_contributions.assign(t.values.size(), 0);
+    for (size_t v = 0; v < t.values.size(); ++v) many_contributions[v] = reads[v] > 2;
+  }
+  auto exact_gradient = [&](const Group& grp) {
+    for (int m : grp.members) {
+      for (int v : t.nodes[m].in)
+        if (many_contributions[v]) return false;
+      for (int v : t.nodes[m].out)
+        if (many_contributions[v]) return false;
+    }
+    return true;
+  };
+
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& grp = groups[g];
+    if (t.recording && !exact_gradient(grp)) continue;
     FusedUnit u;
     if (grp.kind == kUpdate) {
       if (grp.members.size() < 2 || !build_update(t, grp, used_outside, written_into, &u)) continue;

@@ -15,9 +15,11 @@
 //
 // Grouping is greedy in trace order and keeps the graph acyclic: a node joins a
 // group only if none of its inputs (data or ordering) depends on that group
-// through a node outside it. Groups are only formed outside autograd recording
-// (our kernels have no gradient). A group whose shapes do not fit one iteration
-// space is dropped (its nodes stay MXNet ops), never half-fused.
+// through a node outside it. Under autograd recording only elementwise groups are
+// formed, of same-shape ops, where no value's gradient sums more than two
+// contributions: the kernel's backward (cpp/kernels/fused_grad.cc) then gives
+// MXNet's gradients (see classify() and plan_fusion()). A group whose shapes do not
+// fit one iteration space is dropped (its nodes stay MXNet ops), never half-fused.
 #pragma once
 #include <string>
 #include <vector>

@@ -205,6 +205,18 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     dummy = end_node(1);
   }
 
+  // Under recording, MXNet hands our kernel's backward the caller's request for a graph
+  // input's gradient, which may be to add into it (grad_req='add'); lib_api.h does not
+  // pass requests on, so an input whose only reader is a fused unit is read through
+  // _copy, whose backward honours them (with two readers MXNet's gradient sum does).
+  std::vector<int> readers(t.values.size(), 0);
+  if (t.recording) {
+    for (int u : order) {
+      const std::vector<int>& in = u >= N ? plan.units[u - N].in : t.nodes[u].in;
+      for (int v : in) ++readers[v];
+    }
+  }
+
   for (int u : order) {
     const bool fused = u >= N;
     const FusedUnit* fu = fused ? &plan.units[u - N] : nullptr;
@@ -227,6 +239,16 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       g.input_values.push_back(v);
       entry[v] = {end_node(1), 0};
     }
+    std::vector<std::pair<int, int>> in_entry;
+    for (int v : in) in_entry.push_back(entry[v]);
+    if (fused && t.recording && fu->op == "_minpy_fused_elemwise") {
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (t.values[in[i]].node >= 0 || readers[in[i]] != 1) continue;
+        begin_node("_copy", "v" + std::to_string(in[i]) + "_gradcopy");
+        nodes += ",\"inputs\":[[" + std::to_string(entry[in[i]].first) + "," + std::to_string(entry[in[i]].second) + ",0]]";
+        in_entry[i] = {end_node(1), 0};
+      }
+    }
     const std::string name = fused ? "f" + std::to_string(u - N) : "n" + std::to_string(u);
     begin_node(fused ? fu->op.c_str() : node->op->name.c_str(), name);
     nodes += ",\"attrs\":{";
@@ -238,9 +260,9 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     }
     nodes += "},\"inputs\":[";
     for (size_t i = 0; i < in.size(); ++i) {
-      if (entry[in[i]].first < 0) unproduced = true;
+      if (in_entry[i].first < 0) unproduced = true;
       if (i) nodes += ',';
-      nodes += "[" + std::to_string(entry[in[i]].first) + "," + std::to_string(entry[in[i]].second) + ",0]";
+      nodes += "[" + std::to_string(in_entry[i].first) + "," + std::to_string(in_entry[i].second) + ",0]";
     }
     nodes += "]";
     if (!ctrl.empty()) {
