@@ -13,7 +13,10 @@ def stats():
     graphs_cached, compile_ms, executions (background_launches of them handed to MXNet by the
     launcher thread), eager_replays, fallbacks {op: n},
     fallback_reasons {"op: why": n}, shape_inferences, fused_kernels (calls of our own
-    kernels run), fused_ops (the recorded ops those calls stood for), sites {site: {compiles, eager}}.
+    kernels run), fused_ops (the recorded ops those calls stood for), sites {site: {compiles, eager}},
+    kvstore {calls {push, pull, pushpull, init, broadcast, barrier: n}, arrays_pushed, arrays_pulled,
+    flushes (kvstore calls that found recorded work pending and ran it first; their causes in
+    flushes read "kvstore push", ...)}: the kvstore C API calls made inside jit() scopes.
     """
     return _core.stats()
 

@@ -40,6 +40,8 @@ NNGetOpHandle MXListAllOpNames NNListAllOpNames MXSymbolListAtomicSymbolCreators
 MXSymbolGetAtomicSymbolInfo MXSymbolGetAtomicSymbolName MXFuncGetInfo MXListFunctions
 MXEngineSetBulkSize MXSetNumOMPThreads
 MXFreeCachedOp MXExecutorFree MXDataIterFree MXKVStoreFree MXRecordIOWriterFree MXRecordIOReaderFree
+MXKVStoreGetType MXKVStoreGetRank MXKVStoreGetGroupSize MXKVStoreIsWorkerNode MXKVStoreIsServerNode
+MXKVStoreIsSchedulerNode
 """.split())
 
 # Friendly flush causes for the C API calls users reach through common methods.
@@ -75,6 +77,20 @@ CAUSES = {
 }
 
 
+# kvstore calls: kind, and the positions of the argument counting the arrays pushed / pulled.
+KVSTORE_CALLS = {}
+for _names, _kind, _pushed, _pulled in [
+        ("MXKVStoreInit MXKVStoreInitEx", "init", 1, None),
+        ("MXKVStorePush MXKVStorePushEx", "push", 1, None),
+        ("MXKVStorePull MXKVStorePullEx MXKVStorePullWithSparse MXKVStorePullWithSparseEx "
+         "MXKVStorePullRowSparse MXKVStorePullRowSparseEx", "pull", None, 1),
+        ("MXKVStorePushPull MXKVStorePushPullEx", "pushpull", 1, 3),
+        ("MXKVStoreBroadcast MXKVStoreBroadcastEx", "broadcast", 1, 3),
+        ("MXKVStoreBarrier", "barrier", None, None)]:
+    for _name in _names.split():
+        KVSTORE_CALLS[_name] = (_kind, _pushed, _pulled)
+
+
 class _GuardedLib:
     """Stands in for the ctypes CDLL: flushes before any call that may see data."""
 
@@ -85,6 +101,8 @@ class _GuardedLib:
         fn = getattr(self._lib, name)
         if name in SAFE or name.startswith(("MXSymbol", "NNSymbol")) or not callable(fn):
             guarded = fn
+        elif name in KVSTORE_CALLS:
+            guarded = _kvstore_guard(fn, *KVSTORE_CALLS[name])
         else:
             guarded = _guard(fn, CAUSES.get(name, name))
         object.__setattr__(self, name, guarded)  # cached: later lookups skip __getattr__
@@ -110,6 +128,20 @@ def _guard(fn, cause):
 
     guarded.__name__ = getattr(fn, "__name__", cause)
     return guarded
+
+
+def _kvstore_guard(fn, kind, pushed_at, pulled_at):
+    kvstore_call = _core.kvstore_call
+
+    def count(args, at):
+        return 0 if at is None else getattr(args[at], "value", args[at])
+
+    def guarded_kvstore(*args):
+        kvstore_call(kind, count(args, pushed_at), count(args, pulled_at))
+        return fn(*args)
+
+    guarded_kvstore.__name__ = getattr(fn, "__name__", kind)
+    return guarded_kvstore
 
 
 _PROXY = _GuardedLib(_REAL_LIB)

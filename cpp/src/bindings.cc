@@ -175,6 +175,10 @@ py::dict stats_dict() {
   d["shape_inferences"] = R->sigs.inferences;
   d["fused_kernels"] = s.fused_kernels;
   d["fused_ops"] = s.fused_ops;
+  d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
+                          py::arg("arrays_pushed") = s.kvstore.arrays_pushed,
+                          py::arg("arrays_pulled") = s.kvstore.arrays_pulled,
+                          py::arg("flushes") = s.kvstore.flushes);
   py::dict sites;
   for (auto& kv : R->sites)
     if (int n = kv.second.compiles()) sites[py::str(kv.first)] = py::dict(py::arg("compiles") = n,
@@ -284,6 +288,17 @@ PYBIND11_MODULE(_core, m) {
         flush_all(cause, eager);
       }, py::arg("cause"),
         py::arg("eager") = false, "Run pending work; eager=True replays it op by op (tape nodes per op).");
+  m.def("kvstore_call", [](const std::string& kind, uint64_t pushed, uint64_t pulled) {
+        // A kvstore call reads the arrays it pushes and writes those it pulls: what is
+        // recorded runs first (as before any C API call that may touch data), and is counted.
+        auto& k = R->stats.kvstore;
+        ++k.calls[kind];
+        k.arrays_pushed += pushed;
+        k.arrays_pulled += pulled;
+        if (me().busy) return;  // see flush below
+        if (R->pending) ++k.flushes;
+        flush_all("kvstore " + kind);
+      }, "Counts a kvstore call (kind, arrays pushed, arrays pulled) and runs pending work first.");
   m.def("stats", &stats_dict);
   m.def("events", &events);
   m.def("graphs", &graphs);

@@ -205,6 +205,33 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
 // _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
 py::object record_call(ThreadState& ts, const py::args& args);
 
+// One trace, one context: a CachedOp runs every node of its graph on the device of its
+// inputs, so an op on another context than the trace's ends the trace first. Data-parallel
+// code records one context's forward (or update), then the next: each becomes its own graph,
+// and MXNet runs one while Python records the next. (Recorded ops never mix contexts: an op
+// whose inputs do, or a copy between contexts, runs eagerly.)
+bool on_another_context(const Trace& t, PyObject* ndargs, Py_ssize_t nin, const std::vector<Attr>& attrs) {
+  if (t.nodes.empty() || t.nodes.back().out.empty()) return false;
+  const AVal& now = t.values[t.nodes.back().out[0]].aval;
+  int dev_type = 1, dev_id = 0;
+  if (nin > 0) {
+    PyObject* arr = PyList_Check(ndargs) ? PyList_GET_ITEM(ndargs, 0) : nullptr;
+    py::object hold;
+    if (!arr) {
+      hold = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, 0));
+      if (!hold) throw py::error_already_set();
+      arr = hold.ptr();
+    }
+    NDArrayHandle h = handle_of(arr);
+    auto it = t.slots.find(h);
+    AVal a = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
+    dev_type = a.dev_type, dev_id = a.dev_id;
+  } else {
+    parse_ctx_attr(attrs, &dev_type, &dev_id);
+  }
+  return dev_type != now.dev_type || dev_id != now.dev_id;
+}
+
 // Runs the call through MXNet's own imperative path (after flushing), counted by op and reason.
 py::object fallback(const py::args& args, const OpInfo& op, const std::string& why) {
   ++R->stats.fallbacks[op.name];
@@ -309,6 +336,11 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   uint64_t attr_hash = hash_attrs(attrs);
 
   if (op.no_symbolic_form) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
+
+  if (on_another_context(t, ndargs, nin, attrs)) {
+    flush_thread(ts, "context switch", user_site());
+    return record_call(ts, args);
+  }
 
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
   if (op.sparse_output ||

@@ -26,6 +26,11 @@ struct Stats {
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name
   std::map<std::string, uint64_t> fallback_reasons;
+  struct KVStore {  // kvstore C API calls made while a scope was open (intercept.py)
+    std::map<std::string, uint64_t> calls;  // by kind: push, pull, pushpull, init, broadcast, barrier
+    uint64_t arrays_pushed = 0, arrays_pulled = 0;
+    uint64_t flushes = 0;  // calls that found recorded work pending and ran it first
+  } kvstore;
   std::deque<FlushEvent> events;  // most recent flushes (bounded)
   static constexpr size_t kMaxEvents = 256;
 

@@ -1,0 +1,196 @@
+"""Distributed training through MXNet's kvstore (ps-lite), under jit() in every worker.
+
+Each test starts a real job on loopback with minpy_jit.launcher -- a scheduler, one or two
+servers and two workers, each a separate Python process running tests/dist_worker.py --
+and bounds it with a timeout. dist_sync must give exactly the weights of the same training
+done eagerly in one process on two contexts (the servers sum the two workers' gradients as
+a local kvstore sums two contexts'); dist_async is checked by what holds whatever order the
+servers apply the pushes in. The failure tests kill a process mid-training or make one fail:
+the job must end with an error naming it, within the timeout, with no process left behind.
+"""
+import os
+import sys
+import threading
+import time
+
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+
+import dist_worker
+from minpy_jit import launcher
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TIMEOUT = 120  # seconds for a whole job: four Python processes each importing mxnet on 2 cores
+
+
+def _env():
+    path = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": ROOT + (os.pathsep + path if path else ""), "OMP_NUM_THREADS": "1"}
+
+
+def _job(out_dir, *args, servers=1, command=None, **kw):
+    command = command or [sys.executable, os.path.join(HERE, "dist_worker.py"), "--out", str(out_dir)] + list(args)
+    try:
+        return launcher.Job(command, num_workers=2, num_servers=servers, env=_env(), capture=True, **kw)
+    except OSError as e:  # pragma: no cover - a sandbox that forbids starting processes
+        pytest.skip("cannot start the job's processes: %s" % e)
+
+
+def _run(out_dir, *args, servers=1):
+    result = _job(out_dir, *args, servers=servers).wait(timeout=TIMEOUT)
+    assert result.error is None, "%s\n%s" % (result.error, "\n".join(
+        "[%s] %s" % (name, line) for name, lines in result.output.items() for line in lines[-20:]))
+    return [np.load(os.path.join(str(out_dir), "worker%d.npz" % r)) for r in range(2)]
+
+
+def _arrays(npz, first, count):
+    return [npz["arr_%d" % i] for i in range(first, first + count)]
+
+
+def _reference(steps, update_on_kvstore, momentum=0.0):
+    """The same training eagerly in this process: two contexts standing for the two
+    workers, each taking its half of every batch, gradients summed by a local kvstore."""
+    ctx = [mx.cpu(0), mx.cpu(1)]
+    net = dist_worker.make_net(ctx)
+    kw = {"learning_rate": 0.1}
+    if momentum:
+        kw["momentum"] = momentum
+    trainer = gluon.Trainer(net.collect_params(), "sgd", kw, kvstore="local", update_on_kvstore=update_on_kvstore)
+    lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+    half = dist_worker.BATCH // 2
+    for x, y in dist_worker.batches(steps):
+        xs = [nd.array(x[i * half:(i + 1) * half], ctx=c) for i, c in enumerate(ctx)]
+        ys = [nd.array(y[i * half:(i + 1) * half], ctx=c) for i, c in enumerate(ctx)]
+        with autograd.record():
+            losses = [lossfn(net(a), b) for a, b in zip(xs, ys)]
+        for loss in losses:
+            loss.backward()
+        trainer.step(dist_worker.BATCH)
+    return [p.data(ctx[0]).asnumpy() for p in net.collect_params().values()]
+
+
+def test_dist_sync_two_workers_equal_eager_training(tmp_path):
+    """dist_sync, optimizer on the server (the Trainer's default): each worker's forward and
+    backward run as compiled graphs; the weights equal eager's bit for bit."""
+    workers = _run(tmp_path, "--kvstore", "dist_sync", "--steps", "4", "--momentum", "0.9")
+    want = _reference(4, update_on_kvstore=True, momentum=0.9)
+    for w in workers:
+        for got, ref in zip(_arrays(w, 0, len(want)), want):
+            np.testing.assert_array_equal(got, ref)
+
+
+def test_dist_sync_update_on_workers_two_servers(tmp_path):
+    """dist_sync with update_on_kvstore=False and two servers: the servers sum gradients,
+    each worker runs the update itself, inside its jit() scope."""
+    workers = _run(tmp_path, "--kvstore", "dist_sync", "--steps", "3", "--momentum", "0.9",
+                   "--update-on-kvstore", "false", servers=2)
+    want = _reference(3, update_on_kvstore=False, momentum=0.9)
+    for w in workers:
+        for got, ref in zip(_arrays(w, 0, len(want)), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_dist_async_two_workers_invariant(tmp_path):
+    """dist_async applies each push when it arrives, so the result depends on timing. With
+    plain SGD what must hold is: final weights = initial weights - lr * rescale * (sum of
+    every gradient either worker pushed), and both workers read the same final weights."""
+    steps = 4
+    workers = _run(tmp_path, "--kvstore", "dist_async", "--steps", str(steps))
+    init = [p.data().asnumpy() for p in dist_worker.make_net(mx.cpu()).collect_params().values()]
+    n = len(init)
+    pushed = [a + b for a, b in zip(_arrays(workers[0], n, n), _arrays(workers[1], n, n))]
+    lr, rescale = 0.1, 1.0 / dist_worker.BATCH
+    for i, (w0, w1) in enumerate(zip(_arrays(workers[0], 0, n), _arrays(workers[1], 0, n))):
+        np.testing.assert_array_equal(w0, w1)
+        np.testing.assert_allclose(w0, init[i] - lr * rescale * pushed[i], rtol=1e-4, atol=1e-5)
+        assert np.abs(pushed[i]).sum() > 0  # gradients really flowed
+
+
+def _wait_for_line(job, name, text, deadline):
+    proc = next(p for p in job.processes if p.name == name)
+    while time.monotonic() < deadline:
+        if any(text in line for line in proc.lines):
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("victim", ["server 0", "worker 1"])
+def test_a_process_killed_mid_training_stops_the_job(tmp_path, victim):
+    """Once worker 0 is training (it prints 'ready' and goes on), kill the victim: the others
+    would wait for it inside ps-lite forever; the launcher stops them and names the victim."""
+    job = _job(tmp_path, "--kvstore", "dist_sync", "--hang-after", "2")
+    start = time.monotonic()
+    result = {}
+    waiter = threading.Thread(target=lambda: result.update(r=job.wait(timeout=TIMEOUT)))
+    waiter.start()
+    ready = _wait_for_line(job, "worker 0", "ready", start + TIMEOUT)
+    victim_proc = next(p for p in job.processes if p.name == victim)
+    victim_proc.popen.kill()
+    waiter.join(TIMEOUT + 30)
+    assert ready, job.processes[-2].lines[-20:]
+    assert not waiter.is_alive()
+    r = result["r"]
+    assert r.returncode == 1
+    assert r.error.startswith("%s (pid %d) was killed by SIGKILL" % (victim, victim_proc.popen.pid)), r.error
+    assert all(p.poll() is not None for p in job.processes)
+
+
+def test_a_worker_that_fails_stops_the_job(tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text("import os, sys, time\n"
+                      "if os.environ['DMLC_ROLE'] == 'worker' and os.environ['DMLC_TASK_ID'] == '1':\n"
+                      "    sys.exit('worker 1 gives up')\n"
+                      "time.sleep(600)\n")
+    job = _job(tmp_path, command=[sys.executable, str(script)])
+    r = job.wait(timeout=60)
+    assert r.returncode == 1
+    assert r.error.startswith("worker 1 (pid %d) exited with status 1" % job.processes[-1].popen.pid), r.error
+    assert r.lines("worker 1") == ["worker 1 gives up"]
+    assert all(p.poll() is not None for p in job.processes)
+
+
+def test_a_job_past_its_timeout_is_stopped(tmp_path):
+    job = _job(tmp_path, command=[sys.executable, "-c", "import time; time.sleep(600)"])
+    r = job.wait(timeout=1.0)
+    assert r.returncode == 124
+    assert r.error == "timed out after 1 s; still running: scheduler, server 0, worker 0, worker 1"
+    assert all(p.poll() is not None for p in job.processes)
+    with pytest.raises(launcher.JobFailed, match="timed out"):
+        launcher.run([sys.executable, "-c", "import time; time.sleep(600)"], num_workers=1, timeout=0.5,
+                     capture=True)
+
+
+def test_launcher_sets_the_variables_ps_lite_reads(tmp_path):
+    script = ("import os; print(' '.join('%s=%s' % (k, os.environ.get(k)) for k in "
+              "['DMLC_ROLE', 'DMLC_TASK_ID', 'DMLC_PS_ROOT_URI', 'DMLC_INTERFACE', 'DMLC_NUM_WORKER', "
+              "'DMLC_NUM_SERVER']))")
+    r = launcher.run([sys.executable, "-c", script], num_workers=2, num_servers=2, timeout=60, capture=True)
+    assert r.error is None
+    assert r.lines("server 1") == ["DMLC_ROLE=server DMLC_TASK_ID=1 DMLC_PS_ROOT_URI=127.0.0.1 DMLC_INTERFACE=lo "
+                                   "DMLC_NUM_WORKER=2 DMLC_NUM_SERVER=2"]
+    assert r.lines("worker 0")[0].startswith("DMLC_ROLE=worker DMLC_TASK_ID=0 ")
+    assert r.lines("scheduler")[0].startswith("DMLC_ROLE=scheduler ")
+
+
+def test_launcher_over_ssh_runs_the_command_on_the_hosts(tmp_path):
+    """With a hosts file each server and worker is started through ssh with the job's variables
+    exported; here 'ssh' is a stand-in that runs the remote command locally and records the host."""
+    fake_ssh = tmp_path / "fake_ssh.sh"
+    fake_ssh.write_text('#!/bin/sh\nhost="$1"; shift\nexec sh -c "echo on $host; $*"\n')
+    fake_ssh.chmod(0o755)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# two machines\nnode-a\n\nnode-b  # the second\n")
+    script = "import os; print(os.environ['DMLC_ROLE'], os.environ['DMLC_PS_ROOT_URI'])"
+    r = launcher.run([sys.executable, "-c", script], num_workers=2, num_servers=1, timeout=60, capture=True,
+                     hosts=launcher.read_hosts(str(hosts)), root_uri="10.0.0.1", ssh=[str(fake_ssh)])
+    assert r.error is None
+    assert r.lines("scheduler") == ["scheduler 10.0.0.1"]  # the scheduler runs here
+    assert r.lines("server 0") == ["on node-a", "server 10.0.0.1"]
+    assert r.lines("worker 0") == ["on node-b", "worker 10.0.0.1"]
+    assert r.lines("worker 1") == ["on node-a", "worker 10.0.0.1"]
