@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--eager", action="store_true")
     ap.add_argument("--update-on-kvstore", choices=["default", "true", "false"], default="default")
+    ap.add_argument("--init-barrier", action="store_true")
     ap.add_argument("--hang-after", type=int, default=-1, help="print 'ready' after this step, then keep training")
     args = ap.parse_args()
 
@@ -62,6 +63,16 @@ def main():
     trainer = gluon.Trainer(net.collect_params(), args.optimizer, kw, kvstore=kv, update_on_kvstore=uok)
     lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
     params = list(net.collect_params().values())
+    if args.init_barrier:
+        # MXNet initialises a dist kvstore lazily (first step) with an asynchronous push of the
+        # weights by rank 0 followed by a barrier that does not wait for that push: with two
+        # servers another worker's first gradients can reach a server first and be taken for
+        # the initial value (seen eagerly in 4 of 5 runs). Initialising up front and waiting
+        # for the push before the barrier avoids it.
+        trainer._init_kvstore()
+        trainer._init_params()
+        nd.waitall()
+        kv._barrier()
     pushed = [np.zeros(p.shape, np.float32) for p in params]
     per = BATCH // workers
     data = batches(args.steps)
