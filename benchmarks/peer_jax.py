@@ -202,8 +202,7 @@ def main():
                 "W3": w3_builders, "W4": w4_builders, "W5": w5_builders}[workload]()
     env = peer_common.env_lines("jax %s (%s), numpy %s" % (jax.__version__, jax.devices()[0].platform,
                                                               np.__version__))
-    env.append("threads: XLA CPU default (intra-op pool over all cores), XLA_FLAGS=%s"
-               % os.environ.get("XLA_FLAGS", "(unset)"))
+    env.append("threads: XLA_FLAGS=%s" % os.environ.get("XLA_FLAGS", "(unset: XLA's CPU pool over all cores)"))
     peer_common.run(workload, builders, env)
 
 
