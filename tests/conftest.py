@@ -21,6 +21,10 @@ RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.floa
 
 BIG = 10 ** 9  # recompile limit used while run_both's jit() scope runs
 
+# tests/stress/: the fuzz, soak, threads, shapes and interrupt campaigns run on demand (see its
+# README.md), never in the suite.
+collect_ignore = ["stress"]
+
 
 def copy_args(args):
     """Fresh copies of the NDArrays in args (made eagerly); other values pass through."""
