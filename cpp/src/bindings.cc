@@ -349,5 +349,6 @@ PYBIND11_MODULE(_core, m) {
   // How flushes detect in-place writes through views: "storage chunk" (no waiting) or
   // "data address" (waits for pending writers; used if the chunk check fails on a build).
   m.def("peek_works", &peek_works);  // array metadata read without C API calls (peek.cc)
+  m.def("autograd_peek_works", &autograd_peek_works);  // autograd membership read likewise
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

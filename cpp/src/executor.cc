@@ -32,6 +32,12 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
                                   std::unordered_set<std::string>* nondiff, bool fuse, LoweredGraph* lowered_out) {
   auto t0 = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
+    // In a recorded graph, BlockGrad would turn eager's error for a backward through an op
+    // without gradient into zeros: such a segment runs op by op (later calls run eagerly).
+    if (trace.recording)
+      for (const Node& n : trace.nodes)
+        if (nondiff->count(n.op->name))
+          throw MXError("operator " + n.op->name + " has no gradient: recorded ops replayed one by one");
     LoweredGraph g = lower(trace, outputs, *nondiff, fuse);
     SymbolHandle sym = nullptr;
     MX_CALL(MXSymbolCreateFromJSON(g.json.c_str(), &sym));

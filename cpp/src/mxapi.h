@@ -35,6 +35,10 @@ bool peek_aval(NDArrayHandle h, AVal* out);
 bool peek_works();
 const void* chunk_of(NDArrayHandle h);
 bool chunk_identity_works();
+//   in_autograd_graph: whether autograd knows the array (MXNet refuses to overwrite it while
+//   recording, and an op reading it under record() joins the graph); see record.cc.
+bool in_autograd_graph(NDArrayHandle h);
+bool autograd_peek_works();
 
 // Shape, dtype and context of an existing array through the C API (one call each).
 inline AVal aval_of_c_api(NDArrayHandle h) {

@@ -1,7 +1,8 @@
 // Reading the mxnet::NDArray object behind a handle without going through the C API:
 //  * its abstract value (shape, dtype, context, storage), instead of four C API calls --
 //    a new external input costs ~1.5 us through the C API; W5's update step has 600;
-//  * its storage chunk, for the alias check at a flush (see chunk_of).
+//  * its storage chunk, for the alias check at a flush (see chunk_of);
+//  * whether it is part of an autograd graph (see in_autograd_graph): no C API asks that.
 //
 // NDArray keeps shape_, dtype_ and storage_type_ as its own leading members, and its
 // storage chunk's first member is the Storage::Handle holding the context, so no member
@@ -11,11 +12,16 @@
 //
 // The wheel is built with MKLDNN, but its headers are not shipped: compile without it.
 // That only removes members declared after everything read here.
+// libmxnet.so uses the pre-C++11 std::string (its symbols have no __cxx11 tag): so must this
+// file, or nnvm::Node's members behind its std::string fields sit at other offsets. Nothing
+// declared here passes a std::string to another file of the extension.
+#define _GLIBCXX_USE_CXX11_ABI 0
 #undef MXNET_USE_MKLDNN
 #define MXNET_USE_MKLDNN 0
 #define MSHADOW_USE_MKL 0  // likewise BLAS and CUDA headers: none of it is used here
 #define MSHADOW_USE_CBLAS 0
 #define MSHADOW_USE_CUDA 0
+#include <mxnet/imperative.h>
 #include <mxnet/ndarray.h>
 
 #include "aval.h"
@@ -79,6 +85,29 @@ bool chunk_identity_works() {
     if (view) MXNDArrayFree(view);
     MXNDArrayFree(a);
     MXNDArrayFree(b);
+    return ok;
+  }();
+  return works;
+}
+
+// Whether the array has autograd information (a gradient buffer from attach_grad, or a place in
+// a recorded graph): what MXNet's Imperative::RecordOp checks. AGInfo is Imperative's friend,
+// so its inline IsNone reads the NDArray's autograd entry; no build option moves that member.
+bool in_autograd_graph(NDArrayHandle h) {
+  return !mxnet::Imperative::AGInfo::IsNone(*static_cast<const mxnet::NDArray*>(h));
+}
+
+bool autograd_peek_works() {
+  static const bool works = [] {
+    const uint32_t shape[] = {3};
+    NDArrayHandle a = nullptr, grad = nullptr, other = nullptr;
+    if (MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &a) || MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &grad) ||
+        MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &other))
+      return false;
+    bool ok = !in_autograd_graph(a);
+    uint32_t req = 1;  // write
+    ok = ok && MXAutogradMarkVariables(1, &a, &req, &grad) == 0 && in_autograd_graph(a) && !in_autograd_graph(other);
+    for (NDArrayHandle h : {a, grad, other}) MXNDArrayFree(h);
     return ok;
   }();
   return works;

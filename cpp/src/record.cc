@@ -202,6 +202,61 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
   return s.hot;
 }
 
+// Eager MXNet's autograd bookkeeping for an op called under record() (Imperative::RecordOp,
+// after the op has run): it refuses to write an array already in the autograd graph; it
+// records the op only if an input is in the graph -- the inputs and outputs then join it --
+// and refuses an output that was one of those inputs (in-place updates). A trace segment
+// holds ops of one kind only, run as a recorded graph or not, so every array ends up in
+// the autograd state eager gives it; a refused op runs eagerly, where MXNet raises its error.
+struct GraphCheck {
+  bool joins = false;
+  const char* refused = nullptr;
+};
+
+// The `ndargs` and `out` arrays of a call, as handles.
+void call_arrays(PyObject* ndargs, PyObject* out, std::vector<NDArrayHandle>* ins, std::vector<NDArrayHandle>* targets) {
+  for (Py_ssize_t i = 0, n = PySequence_Size(ndargs); i < n; ++i) {
+    py::object a = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, i));
+    ins->push_back(handle_of(a.ptr()));
+  }
+  for (PyObject* o : out_arrays(out)) targets->push_back(handle_of(o));
+}
+
+// In the graph once the pending work has run: a lazy output of a recorded segment, an array a
+// recorded op of the segment used, or one MXNet already has in its graph.
+bool in_graph(const Trace& t, NDArrayHandle h) {
+  auto it = t.slots.find(h);
+  if (it != t.slots.end() && (it->second.in_graph || (it->second.ours && t.recording))) return true;
+  return in_autograd_graph(h);
+}
+
+GraphCheck graph_check(const Trace& t, PyObject* ndargs, PyObject* out) {
+  std::vector<NDArrayHandle> ins, targets;
+  call_arrays(ndargs, out, &ins, &targets);
+  GraphCheck c;
+  for (NDArrayHandle h : targets)
+    if (in_graph(t, h)) {
+      c.refused = "under autograd.record(), writes an array that is already in the autograd graph";
+      return c;
+    }
+  c.joins = std::any_of(ins.begin(), ins.end(), [&](NDArrayHandle h) { return in_graph(t, h); });
+  if (c.joins)
+    for (NDArrayHandle h : targets)
+      if (std::find(ins.begin(), ins.end(), h) != ins.end())
+        c.refused = "under autograd.record(), updates one of its inputs in place";
+  return c;
+}
+
+void mark_in_graph(Trace& t, PyObject* ndargs, PyObject* out) {
+  std::vector<NDArrayHandle> ins, targets;
+  call_arrays(ndargs, out, &ins, &targets);
+  for (const auto* hs : {&ins, &targets})
+    for (NDArrayHandle h : *hs) {
+      auto it = t.slots.find(h);
+      if (it != t.slots.end()) it->second.in_graph = true;
+    }
+}
+
 // _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
 py::object record_call(ThreadState& ts, const py::args& args);
 
@@ -315,9 +370,30 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   MXAutogradIsTraining(&train);
   bool np_shape = np_shape_mode();
   Trace& t = ts.trace;
-  if (!t.empty() && (t.recording != rec || t.training != train || t.np_shape != np_shape))
-    flush_thread(ts, "autograd state changed", user_site());
-  if (t.empty()) t.start(rec, train, np_shape);
+  bool graph_op = rec;  // joins the autograd graph: the segment runs as a recorded graph
+  if (rec && autograd_peek_works()) {
+    const GraphCheck c = graph_check(t, args[1].ptr(), args[4].ptr());
+    if (c.refused) return fallback(args, op, c.refused);
+    graph_op = c.joins;
+  }
+  if (graph_op && R->nondiff.count(op.name))  // eager records it: a backward through it fails as eager's does
+    return fallback(args, op, "has no gradient, under autograd.record()");
+  if (!t.empty() && (t.recording != graph_op || t.training != train || t.np_shape != np_shape)) {
+    const bool only_graph = t.training == train && t.np_shape == np_shape;
+    flush_thread(ts, !only_graph ? "autograd state changed"
+                     : graph_op  ? "autograd: op joins the gradient graph"
+                                 : "autograd: op outside the gradient graph",
+                 user_site());
+  }
+  if (t.empty()) t.start(graph_op, train, np_shape);
+  struct MarkGraph {  // on success, the call's arrays are in the graph iff its segment is recorded
+    Trace& t;
+    const py::args& args;
+    bool done = false;
+    ~MarkGraph() {
+      if (done && t.recording) mark_in_graph(t, args[1].ptr(), args[4].ptr());
+    }
+  } mark{t, args};
 
   std::vector<Attr> attrs;
   Py_ssize_t nk = PyList_Check(keys) ? PyList_GET_SIZE(keys) : PySequence_Size(keys);
@@ -393,6 +469,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       int v = target.dtype == src.dtype ? em.node("_copy", {}, {in[0]})
                                         : em.node("Cast", {{"dtype", dtype_name(target.dtype)}}, {in[0]});
       t.note_user_op(op.hash);
+      mark.done = true;
       return bind_results(ts, {v}, {out}, out, is_np, as_list);
     }
   }
@@ -413,6 +490,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     if (done) {
       for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
       t.note_user_op(op.hash);
+      mark.done = true;
       return bind_results(ts, outs, out_arrays(out), out, is_np, as_list);
     }
   }
@@ -451,6 +529,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   t.note_user_op(op.hash);
   std::vector<int> outs;
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
+  mark.done = true;
   return bind_results(ts, outs, out_objs, out, is_np, as_list);
 }
 

@@ -55,7 +55,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
 
 Slot& Trace::bind(NDArrayHandle h, int value, bool ours, void* owner) {
   Slot& s = slots[h];
-  s = Slot{value, -1, owner, ours, false};
+  s = Slot{value, -1, owner, ours, false, false};
   return s;
 }
 

@@ -84,6 +84,7 @@ struct Slot {
   void* owner = nullptr;  // opaque: the Python object (managed by the bindings)
   bool ours = false;   // created by the recorder as a lazy output
   bool written = false;  // a graph output of the flush under way (never recycled into the pool)
+  bool in_graph = false;  // read or written by an op recorded into the autograd graph (see record.cc)
 };
 
 class Trace {
@@ -100,6 +101,8 @@ class Trace {
   }
   std::vector<NDArrayHandle> owned;    // lifted-scalar arrays the trace created; freed after its flush
   std::unordered_map<uint64_t, int> constants;  // lifted scalar -> its value id, deduplicated per trace
+  // recording: the segment runs as a recorded graph, its ops join the autograd graph (under
+  // autograd.record(), ops whose inputs need no gradient make segments that are not recorded).
   bool recording = false, training = false, np_shape = false;
 
   bool empty() const { return nodes.empty(); }

@@ -1,0 +1,138 @@
+"""Programs the differential fuzzer (tests/stress/fuzz.py) found to differ under jit(), shrunk,
+kept as regressions. Each names the fuzz seed it came from; each runs eagerly and under jit()
+and compares what the program observed: values, gradients, and the type of every exception
+it caught (in order).
+"""
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, nd
+
+import minpy_jit
+from conftest import assert_same, rand, run_both
+
+
+def caught(events, fn, *args, **kw):
+    """Calls fn; appends the type name of what it raised (MXNet's error for OpInputError) or 'ok'."""
+    try:
+        fn(*args, **kw)
+        events.append("ok")
+    except minpy_jit.OpInputError:
+        events.append("MXNetError")
+    except Exception as e:  # noqa: BLE001 - the type is the observation
+        events.append(type(e).__name__)
+
+
+def grad_leaf(x, req="write"):
+    """x with a gradient buffer (run_both hands each run a fresh copy, without one)."""
+    x.attach_grad(grad_req=req)
+    return x
+
+
+def test_record_refuses_overwriting_a_leaf_with_gradient():
+    """Fuzz seed 13. Under record(), MXNet runs `copyto` into an array that has a gradient buffer
+    and then refuses to record it (MXNetError at the call; the value is written). jit() raised at
+    the backward instead, as a RuntimeError, and lost the gradient."""
+    def prog(x):
+        events = []
+        grad_leaf(x)
+        with autograd.record():
+            y = nd.exp(x)
+            caught(events, y.copyto, x)
+            z = x * -0.75
+        caught(events, z.backward)
+        return events, x, x.grad
+    res = run_both(prog, nd.array(rand(3, 1, seed=1)))
+    assert res.eager[0] == ["MXNetError", "ok"]
+    assert_same(res.eager, res.jitted)
+
+
+def test_record_refuses_in_place_update_of_a_recorded_input():
+    """Fuzz seed 1028: `elemwise_add(x, x, out=x)` under record(): eager raises at the call
+    ("Inplace operations ... are not supported when recording")."""
+    def prog(x):
+        events = []
+        grad_leaf(x)
+        with autograd.record():
+            caught(events, nd.elemwise_add, x, x, out=x)
+            y = nd.sin(x)
+        caught(events, y.backward)
+        return events, x, x.grad
+    res = run_both(prog, nd.array(rand(4, 2, seed=2)))
+    assert res.eager[0][0] == "MXNetError"
+    assert_same(res.eager, res.jitted)
+
+
+def test_ops_outside_the_gradient_graph_under_record():
+    """Fuzz seed 150. Under record(), ops whose inputs are all outside the autograd graph are not
+    recorded by MXNet, so writing their results in place is allowed. jit() ran them in one
+    recorded graph with a differentiable op, which put `y` in the graph, and the in-place
+    write then failed at the scope exit."""
+    def prog(x, w):
+        events = []
+        grad_leaf(x)
+        y = nd.dot(x, w, transpose_b=True)
+        y.wait_to_read()
+        with autograd.record():
+            h = nd.relu(x)
+            caught(events, y.__setitem__, slice(None), y * 2 + 1)
+        caught(events, h.backward)
+        return events, y, h, x.grad
+    res = run_both(prog, nd.array(rand(4, 4, seed=3)), nd.array(rand(2, 4, seed=4)))
+    assert res.eager[0] == ["ok", "ok"]
+    assert_same(res.eager, res.jitted)
+
+
+def test_backward_from_an_array_outside_the_graph_fails_as_eager():
+    """An op under record() whose inputs need no gradient gives an array outside the graph:
+    backward from it raises in eager MXNet, and so it must under jit() (where the op used to
+    share a recorded graph with others)."""
+    def prog(x, c):
+        events = []
+        grad_leaf(x)
+        with autograd.record():
+            y = nd.tanh(x)
+            k = c * 3
+        caught(events, k.backward)
+        caught(events, y.backward)
+        return events, x.grad, k
+    res = run_both(prog, nd.array(rand(3, seed=5)), nd.array(rand(3, seed=6)))
+    assert res.eager[0] == ["MXNetError", "ok"]
+    assert_same(res.eager, res.jitted)
+
+
+def test_backward_through_an_op_without_gradient_raises():
+    """Fuzz seed 1111: backward through `shuffle` (no gradient) raises in eager MXNet; jit()
+    wrapped the op in BlockGrad and silently gave zero gradients."""
+    def prog(x):
+        events = []
+        grad_leaf(x)
+        mx.random.seed(7)
+        with autograd.record():
+            y = nd.random.shuffle(x)
+        caught(events, y.backward)
+        with autograd.record():
+            z = nd.random.shuffle(x) * 2  # the op is known to have no gradient by now
+        caught(events, z.backward)
+        return events, x.grad
+    res = run_both(prog, nd.array(rand(4, seed=8)))
+    assert res.eager[0] == ["MXNetError", "MXNetError"]
+    assert_same(res.eager, res.jitted)
+
+
+def test_ops_outside_the_graph_form_their_own_segment():
+    """Under record(), a run of ops that need no gradient is one segment run outside the graph,
+    the differentiable run after it another; values and gradients as eager's."""
+    x = grad_leaf(nd.array(rand(5, 3, seed=9)))
+    c = nd.array(rand(5, 3, seed=10))
+    minpy_jit.reset_stats()
+    with minpy_jit.jit():
+        with autograd.record():
+            k = nd.tanh(c * 0.5 + 1)
+            y = (nd.sigmoid(x) * k).sum()
+        y.backward()
+    s = minpy_jit.stats()
+    assert s["flushes"].get("autograd: op joins the gradient graph") == 1, s["flushes"]
+    want_k = nd.tanh(c * 0.5 + 1)
+    np.testing.assert_allclose(k.asnumpy(), want_k.asnumpy(), rtol=1e-6)  # fused tanh: <= 2 ulp
+    sx = nd.sigmoid(nd.array(rand(5, 3, seed=9)))
+    np.testing.assert_allclose(x.grad.asnumpy(), (sx * (1 - sx) * want_k).asnumpy(), rtol=1e-6)
