@@ -102,7 +102,8 @@ class _GuardedLib:
         if name in SAFE or name.startswith(("MXSymbol", "NNSymbol")) or not callable(fn):
             guarded = fn
         elif name in KVSTORE_CALLS:
-            guarded = _kvstore_guard(fn, *KVSTORE_CALLS[name])
+            kind, pushed_at, pulled_at = KVSTORE_CALLS[name]
+            guarded = _counted_kvstore_call(_guard(fn, "kvstore " + kind), kind, pushed_at, pulled_at)
         else:
             guarded = _guard(fn, CAUSES.get(name, name))
         object.__setattr__(self, name, guarded)  # cached: later lookups skip __getattr__
@@ -130,18 +131,20 @@ def _guard(fn, cause):
     return guarded
 
 
-def _kvstore_guard(fn, kind, pushed_at, pulled_at):
-    kvstore_call = _core.kvstore_call
+def _counted_kvstore_call(guarded, kind, pushed_at, pulled_at):
+    """The guarded kvstore call, counted first (stats()['kvstore']): kind, and the arrays it
+    pushes and pulls, read from the argument that gives their number."""
+    note = _core.note_kvstore_call
 
     def count(args, at):
         return 0 if at is None else getattr(args[at], "value", args[at])
 
-    def guarded_kvstore(*args):
-        kvstore_call(kind, count(args, pushed_at), count(args, pulled_at))
-        return fn(*args)
+    def counted_kvstore_call(*args):
+        note(kind, count(args, pushed_at), count(args, pulled_at))
+        return guarded(*args)
 
-    guarded_kvstore.__name__ = getattr(fn, "__name__", kind)
-    return guarded_kvstore
+    counted_kvstore_call.__name__ = getattr(guarded, "__name__", kind)
+    return counted_kvstore_call
 
 
 _PROXY = _GuardedLib(_REAL_LIB)

@@ -288,17 +288,13 @@ PYBIND11_MODULE(_core, m) {
         flush_all(cause, eager);
       }, py::arg("cause"),
         py::arg("eager") = false, "Run pending work; eager=True replays it op by op (tape nodes per op).");
-  m.def("kvstore_call", [](const std::string& kind, uint64_t pushed, uint64_t pulled) {
-        // A kvstore call reads the arrays it pushes and writes those it pulls: what is
-        // recorded runs first (as before any C API call that may touch data), and is counted.
+  m.def("note_kvstore_call", [](const std::string& kind, uint64_t pushed, uint64_t pulled) {
         auto& k = R->stats.kvstore;
         ++k.calls[kind];
         k.arrays_pushed += pushed;
         k.arrays_pulled += pulled;
-        if (me().busy) return;  // see flush below
-        if (R->pending) ++k.flushes;
-        flush_all("kvstore " + kind);
-      }, "Counts a kvstore call (kind, arrays pushed, arrays pulled) and runs pending work first.");
+        if (R->pending) ++k.flushes;  // the guard around the call runs the pending work first
+      }, "Counts a kvstore call: its kind and the arrays it pushes and pulls.");
   m.def("stats", &stats_dict);
   m.def("events", &events);
   m.def("graphs", &graphs);

@@ -1,0 +1,353 @@
+"""Data-parallel training: the W3 MLP step (Gluon + Trainer) on 1 context, on 2 contexts in
+one process, and as 2 dist_sync workers (+1 server on loopback), eager vs jit(), in one run;
+then how the cost of a step grows with the number of parameter arrays pushed (50, 200, 800).
+
+    .venv/bin/python benchmarks/data_parallel.py [--quick] [--json out.json]
+
+W3: batch 64 (32 per context or worker), 784-256-256-10, ReLU, softmax cross-entropy (mean),
+plain SGD lr 0.1. The per-sample losses are summed by backward and the Trainer divides by 64,
+which is the mean over the whole batch however it is split. Every single-process setup first
+trains CHECK_STEPS steps from the reference's initial weights and is checked against the
+float64 NumPy reference (reference.py); jit() must also equal eager. The dist_sync workers
+check that they end with the same weights.
+
+Reported per setup: ms per step and steps/s (medians of interleaved repeats; a timed call is 5 steps in a row
+then nd.waitall(), so that kvstore traffic may overlap the next step as it does in a training loop), the ratio of
+eager's time to jit()'s, jit()'s cache misses after its second step (0 = no recompiles in the
+steady state), and "kvstore+update ms": the time of trainer.step() alone with the engine
+drained before and after (gradient reduction through the kvstore and the update; overlap
+hidden by the drain, so it is an upper bound of what a free-running step pays for it).
+
+Both contexts of a process are CPUs: cpu(0) and cpu(1) are two engine worker threads sharing
+this machine's cores, not two devices. The dist workers and the server share them as well.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import mxnet as mx  # noqa: E402  (a dist job's scheduler and server stay in here)
+import numpy as np  # noqa: E402
+from mxnet import autograd, gluon, nd  # noqa: E402
+from mxnet.gluon import nn  # noqa: E402
+
+import minpy_jit  # noqa: E402
+import reference  # noqa: E402
+import timing  # noqa: E402
+from minpy_jit import launcher  # noqa: E402
+
+BATCH = reference.W3["batch"]
+SIZES = reference.W3["sizes"]
+LR = reference.W3["lr"]
+MODES = ("eager", "jit")
+ARRAY_COUNTS = (50, 200, 800)
+SMALL = 16  # width of the layers of the parameter-count sweep
+STEPS_PER_CALL = 5  # a timed call: this many steps, then nd.waitall()
+
+
+def w3_net(ctx):
+    net = nn.HybridSequential()
+    for i, (nin, nout) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+        net.add(nn.Dense(nout, in_units=nin, activation=None if i == len(SIZES) - 2 else "relu"))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    weights, biases, _, _ = reference.w3_inputs()
+    for p, v in zip(net.collect_params().values(), [a for wb in zip(weights, biases) for a in wb]):
+        p.set_data(nd.array(v))
+    return net
+
+
+def w3_data():
+    _, _, x, labels = reference.w3_inputs()
+    return x, labels.astype(np.float32)
+
+
+def sweep_net(ctx, arrays):
+    """arrays/2 Dense(16) layers (a weight and a bias each) with ReLU between them."""
+    net = nn.HybridSequential()
+    for _ in range(arrays // 2):
+        net.add(nn.Dense(SMALL, in_units=SMALL, activation="relu"))
+    mx.random.seed(1)
+    net.initialize(mx.init.Xavier(magnitude=1.0), ctx=ctx)
+    return net
+
+
+class Setup:
+    """One model and Trainer on a list of contexts, stepped eagerly or inside jit()."""
+
+    def __init__(self, mode, ctx, net, x, y, trainer_kw, trainer=None):
+        self.mode, self.ctx, self.net = mode, ctx, net
+        self.trainer = trainer or gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR}, **trainer_kw)
+        self.lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+        n = len(ctx)
+        per = len(x) // n
+        self.xs = [nd.array(x[i * per:(i + 1) * per], ctx=c) for i, c in enumerate(ctx)]
+        self.ys = [nd.array(y[i * per:(i + 1) * per], ctx=c) for i, c in enumerate(ctx)]
+        self.batch = len(x)
+
+    def _forward_backward(self):
+        with autograd.record():
+            losses = [self.lossfn(self.net(a), b) for a, b in zip(self.xs, self.ys)]
+        for loss in losses:
+            loss.backward()
+        return losses
+
+    def _scope(self):
+        return minpy_jit.jit(site="data_parallel.%s" % id(self)) if self.mode == "jit" else _Nothing()
+
+    def step(self):
+        with self._scope():
+            losses = self._forward_backward()
+            self.trainer.step(self.batch)
+        nd.waitall()
+        return losses
+
+    def steps(self, k=STEPS_PER_CALL):
+        """k steps in a row, then the engine drained: nothing in between waits, so a step's
+        kvstore traffic and update may overlap the next step's graphs as MXNet's engine allows."""
+        for _ in range(k):
+            with self._scope():
+                self._forward_backward()
+                self.trainer.step(self.batch)
+        nd.waitall()
+
+    def fenced_update(self):
+        """Seconds of trainer.step() alone, the engine drained before and after."""
+        with self._scope():
+            self._forward_backward()
+            nd.waitall()
+            t0 = time.perf_counter()
+            self.trainer.step(self.batch)
+            nd.waitall()
+            return time.perf_counter() - t0
+
+    def weights(self, ctx=None):
+        return [p.data(ctx or self.ctx[0]).asnumpy() for p in self.net.collect_params().values()]
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def misses_after_step_two(setup, steps=8):
+    """jit(): cache misses over `steps` more steps once two have run (the steady state)."""
+    for _ in range(2):
+        setup.step()
+    before = minpy_jit.stats()["cache_misses"]
+    for _ in range(steps):
+        setup.step()
+    return minpy_jit.stats()["cache_misses"] - before
+
+
+# ------------------------------------------------------------------------------ single process
+
+W3_SETUPS = [
+    ("1 context", [mx.cpu(0)], {}),
+    ("2 contexts, kvstore 'device' (update on kvstore)", [mx.cpu(0), mx.cpu(1)], {}),
+    ("2 contexts, kvstore 'device', update_on_kvstore=False", [mx.cpu(0), mx.cpu(1)],
+     {"update_on_kvstore": False}),
+]
+
+
+def w3_checked(name, ctx, kw):
+    """Eager and jit() setups for one configuration, trained CHECK_STEPS steps and checked."""
+    x, y = w3_data()
+    setups = {m: Setup(m, ctx, w3_net(ctx), x, y, kw) for m in MODES}
+    checks = {}
+    for m, s in setups.items():
+        losses = []
+        for _ in range(reference.CHECK_STEPS):
+            per_ctx = s.step()
+            losses.append(sum(float(l.sum().asscalar()) for l in per_ctx) / BATCH)
+        w = s.weights()
+        checks[m] = reference.check("W3", reference.w3_result(losses, w[0::2], w[1::2]))
+        for c in ctx[1:]:  # every context holds the same weights
+            same = all(np.array_equal(a, b) for a, b in zip(w, s.weights(c)))
+            if not same:
+                checks[m] = dict(checks[m], ok=False, detail="contexts disagree")
+    agree = all(np.allclose(a, b, rtol=1e-5, atol=1e-6)
+                for a, b in zip(setups["eager"].weights(), setups["jit"].weights()))
+    return setups, checks, agree
+
+
+def run_single_process(quick):
+    rows, summary = [], {}
+    all_setups = {}
+    for name, ctx, kw in W3_SETUPS:
+        setups, checks, agree = w3_checked(name, ctx, kw)
+        misses = misses_after_step_two(setups["jit"])
+        all_setups[name] = setups
+        summary[name] = dict(checks=checks, jit_equals_eager=agree, misses_after_step_2=misses)
+    fns = {(n, m): s.steps for n, setups in all_setups.items() for m, s in setups.items()}
+    res = timing.compare(fns, repeats=7 if quick else 9)
+    fenced = timing.compare({k: all_setups[k[0]][k[1]].fenced_update for k in fns}, sections=True,
+                            repeats=7, target=0.04)
+    for name, _, _ in W3_SETUPS:
+        ms = {m: res[(name, m)].median * 1e3 / STEPS_PER_CALL for m in MODES}
+        kv = {m: fenced[(name, m)].median * 1e3 for m in MODES}
+        s = summary[name]
+        ok = all(c["ok"] for c in s["checks"].values()) and s["jit_equals_eager"]
+        s.update(ms=ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], correct=ok)
+        rows.append([name, "%.3f" % ms["eager"], "%.3f" % ms["jit"], "%.0f" % (1e3 / ms["eager"]),
+                     "%.0f" % (1e3 / ms["jit"]), timing.ratio(ms["eager"], ms["jit"]), str(s["misses_after_step_2"]),
+                     "%.3f / %.3f" % (kv["eager"], kv["jit"]), "yes" if ok else "NO: " + _why(s)])
+    return rows, summary
+
+
+def _why(s):
+    bad = [m + ": " + c["detail"] for m, c in s["checks"].items() if not c["ok"]]
+    if not s["jit_equals_eager"]:
+        bad.append("jit weights differ from eager")
+    return "; ".join(bad)
+
+
+# ------------------------------------------------------------------------------ dist_sync workers
+
+def dist_worker(out_dir, repeats, inner):
+    """One worker of the dist job: W3 on its half of the batch, eager and jit() steps timed in
+    alternating blocks of `inner` steps (both workers run the same sequence: dist_sync steps
+    in lockstep), then fenced trainer.step() times. Writes rank<r>.json."""
+    kv = mx.kv.create("dist_sync")
+    rank, workers = kv.rank, kv.num_workers
+    x, y = w3_data()
+    per = BATCH // workers
+    x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
+    net = w3_net([mx.cpu()])
+    # One net and one Trainer stepped both ways: a process has one dist kvstore, whose keys
+    # are the Trainer's parameter indices. The Trainer divides by the whole batch.
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR}, kvstore=kv)
+    setups = {m: Setup(m, [mx.cpu()], net, x, y, {}, trainer=trainer) for m in MODES}
+    for s in setups.values():
+        s.batch = BATCH
+    for m in MODES:
+        for _ in range(3):
+            setups[m].step()
+    misses = misses_after_step_two(setups["jit"])
+    per_step = {m: [] for m in MODES}
+    kv_ms = {m: [] for m in MODES}
+    minpy_jit.reset_stats()
+    for _ in range(repeats):
+        for m in MODES:
+            t0 = time.perf_counter()
+            setups[m].steps(inner)
+            per_step[m].append((time.perf_counter() - t0) / inner * 1e3)
+    st = minpy_jit.stats()
+    for _ in range(repeats):
+        for m in MODES:
+            kv_ms[m].append(setups[m].fenced_update() * 1e3)
+    weights = setups["eager"].weights()
+    result = dict(rank=rank, ms={m: statistics.median(v) for m, v in per_step.items()},
+                  spread={m: (max(v) - min(v)) / statistics.median(v) for m, v in per_step.items()},
+                  kvstore_update_ms={m: statistics.median(v) for m, v in kv_ms.items()},
+                  misses_after_step_2=misses, kvstore_stats=st["kvstore"],
+                  flushes=st["flushes"], checksum=[float(np.float64(w).sum()) for w in weights])
+    with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
+        json.dump(result, f)
+
+
+def run_dist(quick):
+    out = tempfile.mkdtemp(prefix="minpy_dp_")
+    repeats, inner = (7, 10) if quick else (9, 20)
+    cmd = [sys.executable, os.path.abspath(__file__), "--dist-worker", out, str(repeats), str(inner)]
+    env = {"PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = launcher.run(cmd, num_workers=2, num_servers=1, timeout=900, env=env, capture=True, check=False)
+    if res.error:
+        tail = "\n".join("[%s] %s" % (n, l) for n, lines in res.output.items() for l in lines[-10:])
+        raise SystemExit("dist job failed: %s\n%s" % (res.error, tail))
+    ranks = [json.load(open(os.path.join(out, "rank%d.json" % r))) for r in range(2)]
+    agree = ranks[0]["checksum"] == ranks[1]["checksum"]
+    ms = {m: max(r["ms"][m] for r in ranks) for m in MODES}  # a step ends when the slower worker's does
+    kv = {m: max(r["kvstore_update_ms"][m] for r in ranks) for m in MODES}
+    name = "2 dist_sync workers + 1 server (update on server)"
+    row = [name, "%.3f" % ms["eager"], "%.3f" % ms["jit"], "%.0f" % (1e3 / ms["eager"]), "%.0f" % (1e3 / ms["jit"]),
+           timing.ratio(ms["eager"], ms["jit"]), str(max(r["misses_after_step_2"] for r in ranks)),
+           "%.3f / %.3f" % (kv["eager"], kv["jit"]), "yes (workers agree)" if agree else "NO: workers disagree"]
+    summary = dict(ms=ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], workers_agree=agree,
+                   per_worker=ranks, repeats=repeats, inner=inner)
+    return row, summary
+
+
+# ------------------------------------------------------------------------------ arrays pushed
+
+def run_sweep(quick):
+    rows, summary = [], {}
+    ctx = [mx.cpu(0), mx.cpu(1)]
+    rs = np.random.RandomState(4)
+    x = rs.uniform(-1, 1, (BATCH, SMALL)).astype(np.float32)
+    y = rs.randint(0, SMALL, BATCH).astype(np.float32)
+    for arrays in ARRAY_COUNTS:
+        setups = {m: Setup(m, ctx, sweep_net(ctx, arrays), x, y, {}) for m in MODES}
+        for _ in range(2):
+            for s in setups.values():
+                s.step()
+        agree = all(np.allclose(a, b, rtol=1e-5, atol=1e-6)
+                    for a, b in zip(setups["eager"].weights(), setups["jit"].weights()))
+        res = timing.compare({m: s.step for m, s in setups.items()}, repeats=7, warmup=2)  # one step a call
+        fenced = timing.compare({m: s.fenced_update for m, s in setups.items()}, sections=True, repeats=7,
+                                warmup=1, target=0.04)
+        ms = {m: res[m].median * 1e3 for m in MODES}
+        kv = {m: fenced[m].median * 1e3 for m in MODES}
+        summary[arrays] = dict(ms=ms, kvstore_update_ms=kv, jit_equals_eager=agree)
+        rows.append([str(arrays), "%.2f" % ms["eager"], "%.2f" % ms["jit"], timing.ratio(ms["eager"], ms["jit"]),
+                     "%.2f / %.2f" % (kv["eager"], kv["jit"]), "%.1f / %.1f" % (kv["eager"] / arrays * 1e3,
+                                                                              kv["jit"] / arrays * 1e3),
+                     "yes" if agree else "NO"])
+    return rows, summary
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    ap.add_argument("--json")
+    ap.add_argument("--skip-dist", action="store_true")
+    args = ap.parse_args()
+
+    print("Data-parallel W3 (batch %d, %s, ReLU, softmax CE mean, SGD lr %g; Gluon + Trainer), eager vs jit()"
+          % (BATCH, "-".join(map(str, SIZES)), LR))
+    timing.print_env()
+    print("contexts cpu(0), cpu(1): two MXNet engine worker threads on the same %s cores; the dist job's "
+          "5 processes (scheduler, server, 2 workers, this one) share them too" % os.cpu_count())
+    print()
+    rows, single = run_single_process(args.quick)
+    dist = None
+    if not args.skip_dist:
+        row, dist = run_dist(args.quick)
+        rows.append(row)
+    headers = ["setup", "eager ms", "jit ms", "eager steps/s", "jit steps/s", "eager/jit", "jit misses after step 2",
+               "kvstore+update ms (eager / jit)", "correct"]
+    timing.table(rows, headers)
+    print()
+    sweep_rows, sweep = run_sweep(args.quick)
+    print("Step cost vs parameter arrays pushed: 2 contexts, kvstore 'device' (update on kvstore), "
+          "Dense(%d) layers with ReLU, batch %d" % (SMALL, BATCH))
+    timing.table(sweep_rows, ["arrays", "eager ms/step", "jit ms/step", "eager/jit",
+                              "kvstore+update ms (eager / jit)", "per array us (eager / jit)", "jit equals eager"])
+    if dist:
+        print()
+        print("dist workers' kvstore calls in jit() over the timed steps: %s" % dist["per_worker"][0]["kvstore_stats"])
+    timing.write_summary(args.json, dict(single=single, dist=dist, sweep={str(k): v for k, v in sweep.items()}))
+    bad = [n for n, s in single.items() if not s["correct"]]
+    if dist and not dist["workers_agree"]:
+        bad.append("dist")
+    bad += ["sweep %d" % k for k, v in sweep.items() if not v["jit_equals_eager"]]
+    if bad:
+        print("FAILED checks: %s" % ", ".join(bad))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--dist-worker":
+        dist_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit(main())
