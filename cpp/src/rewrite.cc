@@ -7,8 +7,8 @@
 namespace minpy {
 
 std::string float32_str(double v) {
-  char buf[40];
-  snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  char buf[40];  // every digit of the float's value: a float64 kernel widens it exactly
+  snprintf(buf, sizeof buf, "%.17g", static_cast<double>(static_cast<float>(v)));
   return buf;
 }
 
@@ -56,6 +56,9 @@ std::vector<double> num_list(const std::string& s) {
   return out;
 }
 
+// The optimizer kernels' hyper-parameters are float32 fields, widened to the weights' type.
+double as_float32(double v) { return static_cast<double>(static_cast<float>(v)); }
+
 int scal(Emitter& em, const char* op, int x, double s) { return em.node(op, {{"scalar", float32_str(s)}}, {x}); }
 
 int clip(Emitter& em, int x, double c) { return em.node("clip", {{"a_min", float32_str(-c)}, {"a_max", float32_str(c)}}, {x}); }
@@ -67,6 +70,17 @@ int sgd(Emitter& em, int w, int g, int LR, double wd, double rescale, double cli
   else step = em.node("broadcast_mul", {}, {g, scal(em, "_mul_scalar", LR, rescale)});
   int decay = scal(em, "_rminus_scalar", scal(em, "_mul_scalar", LR, wd), 1.0);
   return em.node("broadcast_sub", {}, {em.node("broadcast_mul", {}, {w, decay}), step});
+}
+
+// w + ((0 - (lr*wd)*w) - lr*clip(rescale*g))    [MultiSGDKernel without momentum: its
+// momentum is 0, and its result rounds differently from SGDKernel's whenever wd != 0]
+int multi_sgd(Emitter& em, int w, int g, int LR, double wd, double rescale, double clip_g) {
+  int decay = em.node("broadcast_mul", {}, {w, scal(em, "_mul_scalar", LR, wd)});
+  int step;
+  if (clip_g >= 0) step = em.node("broadcast_mul", {}, {LR, clip(em, scal(em, "_mul_scalar", g, rescale), clip_g)});
+  else step = em.node("broadcast_mul", {}, {g, scal(em, "_mul_scalar", LR, rescale)});
+  int mom = em.node("elemwise_sub", {}, {scal(em, "_rminus_scalar", decay, 0.0), step});
+  return em.node("elemwise_add", {}, {w, mom});
 }
 
 // mom = momentum*mom - lr*wd*w - lr*clip(rescale*g); w += mom     [SGDMomKernel]
@@ -103,13 +117,13 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
   }
   double wd = num(attrs, "wd", 0), rescale = num(attrs, "rescale_grad", 1), clip_g = num(attrs, "clip_gradient", -1);
   if (op == "sgd_update" && in.size() == 2) {
-    int LR = em.constant(num(attrs, "lr", 0), in[0]);
+    int LR = em.constant(as_float32(num(attrs, "lr", 0)), in[0]);
     if (LR < 0) return false;
     outs->push_back(sgd(em, in[0], in[1], LR, wd, rescale, clip_g));
     return true;
   }
   if (op == "sgd_mom_update" && in.size() == 3) {
-    int LR = em.constant(num(attrs, "lr", 0), in[0]);
+    int LR = em.constant(as_float32(num(attrs, "lr", 0)), in[0]);
     if (LR < 0) return false;
     auto r = sgd_mom(em, in[0], in[1], in[2], LR, num(attrs, "momentum", 0), wd, rescale, clip_g);
     outs->push_back(r.first);
@@ -117,7 +131,7 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
     return true;
   }
   if (op == "adam_update" && in.size() == 4) {
-    int LR = em.constant(num(attrs, "lr", 0), in[0]);
+    int LR = em.constant(as_float32(num(attrs, "lr", 0)), in[0]);
     if (LR < 0) return false;
     double b1 = num(attrs, "beta1", 0.9), b2 = num(attrs, "beta2", 0.999), eps = num(attrs, "epsilon", 1e-8);
     int w = in[0], g = in[1], mean = in[2], var = in[3];
@@ -143,7 +157,7 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
     if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
     std::vector<int> LRs;  // all constants first: a failure must not leave half an expansion behind
     for (size_t i = 0; i < n; ++i) {
-      LRs.push_back(em.constant(lrs[i], in[i * stride]));
+      LRs.push_back(em.constant(as_float32(lrs[i]), in[i * stride]));
       if (LRs.back() < 0) return false;
     }
     for (size_t i = 0; i < n; ++i) {
@@ -154,7 +168,7 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
         outs->push_back(r.first);
         updates->emplace_back(static_cast<int>(i * 3 + 2), r.second);
       } else {
-        outs->push_back(sgd(em, in[i * 2], in[i * 2 + 1], LR, wds[i], rescale, clip_g));
+        outs->push_back(multi_sgd(em, in[i * 2], in[i * 2 + 1], LR, wds[i], rescale, clip_g));
       }
     }
     return true;
@@ -172,6 +186,18 @@ bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const 
   std::vector<double> lrs = num_list(attr_value(attrs, "lrs", "")), wds = num_list(attr_value(attrs, "wds", ""));
   size_t n = in.size() / stride;
   if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
+  if (!mom) {  // MultiSGDKernel's own arithmetic (not sgd_update's), with each lr as a constant
+    std::vector<int> LRs;
+    for (size_t i = 0; i < n; ++i) {
+      // lrs are float32 parameters of the kernel, widened to the weights' type
+      LRs.push_back(em.constant(as_float32(lrs[i]), in[i * 2]));
+      if (LRs.back() < 0) return false;  // float16: MXNet runs the op (its kernel rounds in half)
+    }
+    for (size_t i = 0; i < n; ++i)
+      outs->push_back(multi_sgd(em, in[i * 2], in[i * 2 + 1], LRs[i], wds[i], num(attrs, "rescale_grad", 1),
+                                num(attrs, "clip_gradient", -1)));
+    return true;
+  }
   for (size_t i = 0; i < n; ++i) {
     // The attribute strings are those the multi op's kernel parses (float32 params), one weight each.
     std::vector<Attr> a = {{"lr", float32_str(lrs[i])},

@@ -35,7 +35,8 @@ class Emitter {
   virtual int constant(double v, int like) = 0;
 };
 
-// A float attribute exactly as MXNet's float32 kernels see it ("%.9g" of the float).
+// A float attribute exactly as MXNet's kernels see a float32 parameter: every digit of the
+// float's value, so that a float64 kernel (which widens the parameter) sees it exactly too.
 std::string float32_str(double v);
 
 // The attribute whose changing value would be lifted for this op, or "" if none.
