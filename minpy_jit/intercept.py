@@ -2,7 +2,8 @@
 
 Two hooks, both installed only while some thread is inside a `jit()` scope (with
 frontend.py's faster stand-ins for MXNet's per-op argument checks and the NDArray
-properties read per argument or per parameter):
+properties read per argument or per parameter, and optimizers.py's AdaGrad update
+recorded as one kernel call):
 
 1. `mxnet.ndarray.register._imperative_invoke` -- the one function every
    generated `mx.nd` op, NDArray operator, optimizer update and Gluon layer
@@ -23,7 +24,7 @@ import mxnet
 import mxnet.base
 import mxnet.ndarray.register as _register
 
-from . import _core, frontend
+from . import _core, frontend, optimizers
 
 _REAL_LIB = mxnet.base._LIB
 _REAL_INVOKE = _register._imperative_invoke
@@ -166,6 +167,7 @@ def _modules_holding_lib():
 def _patch():
     _register._imperative_invoke = _core.invoke
     frontend.install()
+    optimizers.install()
     for m in _modules_holding_lib():
         m._LIB = _PROXY
 
@@ -173,6 +175,7 @@ def _patch():
 def _unpatch():
     _register._imperative_invoke = _REAL_INVOKE
     frontend.uninstall()
+    optimizers.uninstall()
     for m in _modules_holding_lib():
         m._LIB = _REAL_LIB
 

@@ -2,10 +2,10 @@
 
 The library is built next to this file as `_kernels*.so` and registered with
 MXNet's extension API (`MXLoadLib`), so compiled graphs can contain its ops
-(`_minpy_fused_elemwise`, `_minpy_multi_sgd_update`, `_minpy_multi_sgd_mom_update`),
+(`_minpy_fused_elemwise` and the multi-tensor optimizer updates `_minpy_multi_*_update`),
 and `mx.nd._internal.<op>` / `mx.sym._internal.<op>` call them (exported code does).
 `mx.library.load` would do the same but regenerate every MXNet op wrapper (0.8 s
-at import); here only our three are made. Without the library the runtime still
+at import); here only ours are made. Without the library the runtime still
 works; it just does not fuse (`kernels()` returns None).
 """
 import ctypes
@@ -22,7 +22,9 @@ from mxnet.symbol.register import _make_symbol_function
 
 from . import _core
 
-OPS = ("_minpy_fused_elemwise", "_minpy_multi_sgd_update", "_minpy_multi_sgd_mom_update")
+UPDATE_OPS = tuple("_minpy_multi_%s_update" % rule for rule in (
+    "sgd", "sgd_mom", "nag_mom", "adam", "rmsprop", "rmspropalex", "adagrad", "mp_sgd", "mp_sgd_mom", "mp_nag_mom"))
+OPS = ("_minpy_fused_elemwise",) + UPDATE_OPS
 
 
 def _library_path():

@@ -139,27 +139,40 @@ UPDATES = {
 }
 
 
+@pytest.mark.parametrize("fuse", [True, False], ids=["kernel", "mxnet-kernels"])
 @pytest.mark.parametrize("name", sorted(UPDATES))
-def test_optimizer_update_with_changing_lr_compiles_at_most_twice(name):
+def test_optimizer_update_with_changing_lr_compiles_at_most_twice(name, fuse):
     """An optimizer update whose lr changes every step (a schedule): at most two graphs, then hits;
-    weights and states match eager after every step (lifted updates: to float rounding)."""
+    weights and states match eager after every step. With our kernels the update is our
+    multi-tensor kernel with the lr as an input array, bit-identical to eager; with fuse=False
+    it is lowered to MXNet's elementwise ops with the lr an input (equal to float rounding)."""
     update = UPDATES[name]
-    minpy_jit.config(recompile_limit=10 ** 6)  # the parametrized cases share the jit() site below
-    sj, se = _mk_state(10), _mk_state(10)
-    before = minpy_jit.stats()
-    for step in range(40):
-        lr = 0.1 / (1 + step)
-        with minpy_jit.jit():
-            update(sj, lr)
-        update(se, lr)
-        nd.waitall()
-        assert_same(se, sj, rtol=1e-5, atol=1e-7)
-    after = minpy_jit.stats()
+    previous = minpy_jit.config()["fuse"]
+    minpy_jit.config(recompile_limit=10 ** 6, fuse=fuse)  # the parametrized cases share the jit() site below
+    try:
+        sj, se = _mk_state(10), _mk_state(10)
+        before = minpy_jit.stats()
+        for step in range(40):
+            lr = 0.1 / (1 + step)
+            with minpy_jit.jit():
+                update(sj, lr)
+            update(se, lr)
+            nd.waitall()
+            if fuse:
+                assert_same(se, sj, rtol=0)
+            else:
+                assert_same(se, sj, rtol=1e-5, atol=1e-7)
+        after = minpy_jit.stats()
+        ir = minpy_jit.last_graph()
+    finally:
+        minpy_jit.config(fuse=previous)
     assert delta(before, after, "cache_misses") <= 2, after
     assert delta(before, after, "cache_hits") >= 38, after
     assert after["eager_replays"] == before["eager_replays"] and after["fallbacks"] == before["fallbacks"]
-    ir = minpy_jit.last_graph()
-    assert "_update" not in ir and "(1, 1) float32" in ir, ir  # lowered: elementwise ops, lr an input
+    if fuse:  # our kernel, the learning rates one-element input arrays
+        assert "= _minpy_multi_" in ir and "lr_inputs=1" in ir and "(1,) float32" in ir, ir
+    else:  # lowered: elementwise ops, lr an input
+        assert "_update" not in ir and "(1, 1) float32" in ir, ir
 
 
 # ------------------------------------------------------------------ recompile limit

@@ -1,177 +1,267 @@
-// _minpy_multi_sgd_mom_update / _minpy_multi_sgd_update: one op call updates
-// N float32 weights (N unbounded; MXNet's own multi_sgd ops are split into
-// chunks by the optimizer and cost a kernel launch each).
+// Multi-tensor optimizer updates: one op call updates N weights (N unbounded;
+// MXNet's own multi-tensor ops are split into chunks of 4 by the optimizer, stop at
+// 60 weights, exist only for SGD and cannot be put in a graph in 1.9.1).
 //
-// Same inputs, attributes and outputs as MXNet 1.9.1's multi_sgd_mom_update /
-// multi_sgd_update, and bit-identical results: the float expression below is
-// MXNet's MultiSGDKernel (src/operator/optimizer_op-inl.h) term for term,
-//   mom = momentum*mom - lr*wd*w - lr*rescale*g          (no clipping)
-//   mom = momentum*mom - lr*wd*w - lr*clip(rescale*g)     (clip_gradient >= 0)
-//   w   = w + mom
-// evaluated left to right in float, compiled without FP contraction. Plain
-// sgd is the same kernel with momentum 0 and mom 0 (as in MXNet).
+//   _minpy_multi_sgd_update          (w, g)                 SGD: formula = multi_sgd_update | sgd_update
+//   _minpy_multi_sgd_mom_update      (w, g, mom)            SGD with momentum
+//   _minpy_multi_nag_mom_update      (w, g, mom)            NAG
+//   _minpy_multi_adam_update         (w, g, mean, var)      Adam
+//   _minpy_multi_rmsprop_update      (w, g, n)              RMSProp
+//   _minpy_multi_rmspropalex_update  (w, g, n, gs, delta)   RMSProp, centered
+//   _minpy_multi_adagrad_update      (w, g, history)        AdaGrad (its Python update, dense)
+//   _minpy_multi_mp_sgd_update       (w16, g16, w32)        multi_precision: float16 weights,
+//   _minpy_multi_mp_sgd_mom_update   (w16, g16, mom, w32)   float32 states and master copy
+//   _minpy_multi_mp_nag_mom_update   (w16, g16, mom, w32)
 //
-// Momenta are mutated inputs; outputs may be the weight arrays themselves. With
-// weights_in_place=1 the weights are mutated inputs too and the op has a single
-// placeholder output: a graph then passes MXNet one array per weight fewer, and
-// MXNet's cost of launching the op grows with the number of arrays it is handed.
+// Inputs: the tuple above once per weight; with lr_inputs=1, then one float32 array per
+// weight holding its learning rate (a changing lr is a graph input, not an attribute).
+// Attributes: num_weights; lrs (unless lr_inputs), wds: one per weight; rescale_grad,
+// clip_gradient and the rule's own (momentum, beta1, beta2, epsilon, gamma1, gamma2,
+// clip_weights; AdaGrad: clip_gradient is its clip bound c, epsilon its eps). Float
+// attributes are parsed with strtof: the runtime writes them as exact float32 values
+// (it knows how MXNet parses the attributes of the op it replaces).
+// States (and the master copies) are mutated inputs. Outputs: the new weights, or with
+// weights_in_place=1 the weights are mutated inputs too and there is one placeholder
+// output, so a graph hands MXNet one array per weight fewer (its cost of launching an
+// op grows with the arrays it is given).
 #include <string>
 #include <vector>
 
 #include "mxnet/lib_api.h"
 
 #include "attrs.h"
+#include "update_rules.h"
 
 using namespace mxnet::ext;
 
 namespace minpy_kernels {
 namespace {
 
-struct SgdParams {
-  int num_weights = 0;
-  std::vector<float> lrs, wds;
-  float momentum = 0.0f, rescale_grad = 1.0f, clip_gradient = -1.0f;
-  // formula="sgd_update": plain SGD as MXNet's per-weight sgd_update computes it, which
-  // rounds differently from multi_sgd_update once wd != 0 (the runtime groups those calls).
-  bool per_weight_formula = false;
-  bool weights_in_place = false;  // weights mutated in place; one placeholder output
+enum class Rule { kSgd, kSgdMom, kNagMom, kAdam, kRmsprop, kRmspropAlex, kAdagrad };
+
+struct OpDef {
+  const char* name;
+  Rule rule;
+  bool mp;     // float16 weights and grads, float32 master copy as the tuple's last array
+  int stride;  // arrays per weight
 };
 
-bool weights_in_place(const AttrMap& attrs) { return attr_or(attrs, "weights_in_place", "0") == "1"; }
+const OpDef kSgdDef{"_minpy_multi_sgd_update", Rule::kSgd, false, 2};
+const OpDef kSgdMomDef{"_minpy_multi_sgd_mom_update", Rule::kSgdMom, false, 3};
+const OpDef kNagDef{"_minpy_multi_nag_mom_update", Rule::kNagMom, false, 3};
+const OpDef kAdamDef{"_minpy_multi_adam_update", Rule::kAdam, false, 4};
+const OpDef kRmspropDef{"_minpy_multi_rmsprop_update", Rule::kRmsprop, false, 3};
+const OpDef kRmspropAlexDef{"_minpy_multi_rmspropalex_update", Rule::kRmspropAlex, false, 5};
+const OpDef kAdagradDef{"_minpy_multi_adagrad_update", Rule::kAdagrad, false, 3};
+const OpDef kMpSgdDef{"_minpy_multi_mp_sgd_update", Rule::kSgd, true, 3};
+const OpDef kMpSgdMomDef{"_minpy_multi_mp_sgd_mom_update", Rule::kSgdMom, true, 4};
+const OpDef kMpNagDef{"_minpy_multi_mp_nag_mom_update", Rule::kNagMom, true, 4};
 
-SgdParams parse_params(const AttrMap& attrs, bool with_momentum) {
-  SgdParams p;
-  p.num_weights = static_cast<int>(parse_int(attr(attrs, "num_weights")));
-  if (p.num_weights < 1) throw std::runtime_error("num_weights must be >= 1");
-  p.lrs = parse_float_tuple(attr(attrs, "lrs"));
+struct Params {
+  const OpDef* def = nullptr;
+  int num_weights = 0;
+  std::vector<float> lrs, wds;
+  Hyper h;
+  bool per_weight_sgd = false;  // formula=sgd_update: SGDKernel's rounding, not MultiSGDKernel's
+  bool weights_in_place = false;
+  bool lr_inputs = false;
+};
+
+bool flag(const AttrMap& attrs, const char* key) { return attr_or(attrs, key, "0") == "1"; }
+
+float fattr(const AttrMap& attrs, const char* key, float dflt) {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? dflt : parse_float(it->second);
+}
+
+int num_weights(const AttrMap& attrs) {
+  const int n = static_cast<int>(parse_int(attr(attrs, "num_weights")));
+  if (n < 1) throw std::runtime_error("num_weights must be >= 1");
+  return n;
+}
+
+Params parse_params(const OpDef& def, const AttrMap& attrs) {
+  Params p;
+  p.def = &def;
+  p.num_weights = num_weights(attrs);
+  p.lr_inputs = flag(attrs, "lr_inputs");
+  if (!p.lr_inputs) p.lrs = parse_float_tuple(attr(attrs, "lrs"));
   p.wds = parse_float_tuple(attr(attrs, "wds"));
-  if (static_cast<int>(p.lrs.size()) != p.num_weights || static_cast<int>(p.wds.size()) != p.num_weights)
+  if ((!p.lr_inputs && static_cast<int>(p.lrs.size()) != p.num_weights) ||
+      static_cast<int>(p.wds.size()) != p.num_weights)
     throw std::runtime_error("lrs and wds need num_weights entries each");
-  if (with_momentum) p.momentum = parse_float(attr_or(attrs, "momentum", "0"));
-  p.rescale_grad = parse_float(attr_or(attrs, "rescale_grad", "1"));
-  p.clip_gradient = parse_float(attr_or(attrs, "clip_gradient", "-1"));
-  p.per_weight_formula = !with_momentum && attr_or(attrs, "formula", "multi_sgd_update") == "sgd_update";
-  p.weights_in_place = weights_in_place(attrs);
+  Hyper& h = p.h;
+  h.rescale = fattr(attrs, "rescale_grad", 1.f);
+  h.clip = fattr(attrs, "clip_gradient", -1.f);
+  h.momentum = fattr(attrs, "momentum", 0.f);
+  h.beta1 = fattr(attrs, "beta1", 0.9f);
+  h.beta2 = fattr(attrs, "beta2", 0.999f);
+  h.epsilon = fattr(attrs, "epsilon", def.rule == Rule::kAdagrad ? 1e-7f : 1e-8f);
+  h.gamma1 = fattr(attrs, "gamma1", 0.95f);
+  h.gamma2 = fattr(attrs, "gamma2", 0.9f);
+  h.clip_weights = fattr(attrs, "clip_weights", -1.f);
+  if (def.rule == Rule::kAdagrad) {  // Python's `clip(grad, -c, c)`: any c given clips, even 0
+    h.clip_lo = -h.clip, h.clip_hi = h.clip;
+  }
+  p.per_weight_sgd = def.rule == Rule::kSgd && attr_or(attrs, "formula", "multi_sgd_update") == "sgd_update";
+  p.weights_in_place = flag(attrs, "weights_in_place");
   return p;
 }
 
-#define KI static inline __attribute__((always_inline))
-
-// One tensor. INPLACE: the new weight goes back into w (out == w), which keeps
-// every pointer __restrict so the loop vectorizes without alias checks.
-template <bool MOM, bool CLIP, bool INPLACE>
-KI void update_one(float* __restrict out, float* __restrict w, const float* __restrict g,
-                   float* __restrict m, int64_t n, float lr, float wd, float momentum,
-                   float rescale, float clip) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float wi = w[i];
-    const float mi = MOM ? m[i] : 0.0f;
-    float nm;
-    if (CLIP) {
-      float cg = rescale * g[i];
-      cg = cg > clip ? clip : (cg < -clip ? -clip : cg);  // mshadow_op::clip
-      nm = momentum * mi - lr * wd * wi - lr * cg;
-    } else {
-      nm = momentum * mi - lr * wd * wi - lr * rescale * g[i];
-    }
-    if (MOM) m[i] = nm;
-    const float nw = wi + nm;
-    if (INPLACE) w[i] = nw; else out[i] = nw;
-  }
-}
-
-// Plain SGD in MXNet's SGDKernel order: (1 - lr*wd)*w - lr*clip(rescale*g), or
-// without clipping (1 - lr*wd)*w - (lr*rescale)*g.
-template <bool CLIP>
-KI void sgd_per_weight(float* __restrict out, const float* w, const float* __restrict g, int64_t n, float lr,
-                       float wd, float rescale, float clip) {
-  const float decay = 1.f - lr * wd;
-  const float lr_rescale = lr * rescale;
-  for (int64_t i = 0; i < n; ++i) {
-    float step;
-    if (CLIP) {
-      float cg = rescale * g[i];
-      cg = cg > clip ? clip : (cg < -clip ? -clip : cg);
-      step = lr * cg;
-    } else {
-      step = lr_rescale * g[i];
-    }
-    out[i] = decay * w[i] - step;  // elementwise: safe when out == w
-  }
-}
-
+// One weight's arrays. Weights and grads are float or uint16_t (float16 bits).
 struct TensorArgs {
-  float* out;
-  float* w;
-  const float* g;
-  float* m;  // nullptr for plain sgd
+  void* out;
+  void* w;
+  const void* g;
+  float* s[3];  // states in tuple order (mp: the master copy is s[last])
+  float* w32;   // mp only
   int64_t n;
+  float lr, wd;
 };
 
-template <bool MOM, bool CLIP>
-KI void update_all_t(const SgdParams& p, const TensorArgs* t) {
-  for (int k = 0; k < p.num_weights; ++k) {
-    const TensorArgs& a = t[k];
-    if (a.out == a.w)
-      update_one<MOM, CLIP, true>(nullptr, a.w, a.g, a.m, a.n, p.lrs[k], p.wds[k], p.momentum,
-                                  p.rescale_grad, p.clip_gradient);
-    else
-      update_one<MOM, CLIP, false>(a.out, a.w, a.g, a.m, a.n, p.lrs[k], p.wds[k], p.momentum,
-                                   p.rescale_grad, p.clip_gradient);
-  }
+// State K of element i, or a scratch value for a rule with fewer states.
+template <class R, int K>
+static inline float& state(float* const* s, int64_t i, float& scratch) {
+  if constexpr (K < R::kStates) return s[K][i];
+  else return scratch;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void update_all(const SgdParams& p, const TensorArgs* t, bool mom) {
-  const bool clip = p.clip_gradient >= 0.0f;
-  if (p.per_weight_formula) {
-    for (int k = 0; k < p.num_weights; ++k) {
-      if (clip) sgd_per_weight<true>(t[k].out, t[k].w, t[k].g, t[k].n, p.lrs[k], p.wds[k], p.rescale_grad, p.clip_gradient);
-      else sgd_per_weight<false>(t[k].out, t[k].w, t[k].g, t[k].n, p.lrs[k], p.wds[k], p.rescale_grad, p.clip_gradient);
+template <class R, bool MP, bool IN_PLACE>
+static inline void run_tensor_t(const TensorArgs& a, const Hyper& h) {
+  float* const s[3] = {a.s[0], a.s[1], a.s[2]};
+  if constexpr (MP) {
+    uint16_t* out = static_cast<uint16_t*>(a.out);
+    const uint16_t* g = static_cast<const uint16_t*>(a.g);
+    for (int64_t i = 0; i < a.n; ++i) {
+      float z0 = 0.f, z1 = 0.f, z2 = 0.f;
+      const float nw = R::step(a.w32[i], half_to_float(g[i]), state<R, 0>(s, i, z0), state<R, 1>(s, i, z1),
+                               state<R, 2>(s, i, z2), a.lr, a.wd, h, IN_PLACE);
+      a.w32[i] = nw;
+      out[i] = float_to_half(nw);
     }
-    return;
-  }
-  if (mom) {
-    if (clip) update_all_t<true, true>(p, t); else update_all_t<true, false>(p, t);
+  } else if constexpr (IN_PLACE) {
+    float* w = static_cast<float*>(a.w);
+    const float* g = static_cast<const float*>(a.g);
+    for (int64_t i = 0; i < a.n; ++i) {
+      float z0 = 0.f, z1 = 0.f, z2 = 0.f;
+      w[i] = R::step(w[i], g[i], state<R, 0>(s, i, z0), state<R, 1>(s, i, z1), state<R, 2>(s, i, z2), a.lr, a.wd,
+                     h, true);
+    }
   } else {
-    if (clip) update_all_t<false, true>(p, t); else update_all_t<false, false>(p, t);
+    float* out = static_cast<float*>(a.out);
+    const float* w = static_cast<const float*>(a.w);
+    const float* g = static_cast<const float*>(a.g);
+    for (int64_t i = 0; i < a.n; ++i) {
+      float z0 = 0.f, z1 = 0.f, z2 = 0.f;
+      out[i] = R::step(w[i], g[i], state<R, 0>(s, i, z0), state<R, 1>(s, i, z1), state<R, 2>(s, i, z2), a.lr,
+                       a.wd, h, false);
+    }
   }
 }
 
-template <bool MOM>
-class MultiSgdState : public CustomStatefulOp {
- public:
-  explicit MultiSgdState(SgdParams p) : p_(std::move(p)), args_(p_.num_weights) {}
+// `in place`: the new weight goes over the weight read (out=weight), as MXNet's kernels
+// see it when their output aliases their input (NAG reads the weight again after it).
+template <class R, bool MP>
+static inline void run_tensor(const TensorArgs& a, const Hyper& h) {
+  if (a.out == a.w) run_tensor_t<R, MP, true>(a, h);
+  else run_tensor_t<R, MP, false>(a, h);
+}
 
-  MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
-                        const OpResource&) override {
-    const int stride = MOM ? 3 : 2;
-    const int nw = p_.num_weights;
+template <class R, bool MP>
+static inline void run_all(const Params& p, const TensorArgs* t) {
+  for (int k = 0; k < p.num_weights; ++k) run_tensor<R, MP>(t[k], p.h);
+}
+
+// The dispatch: one instantiation per rule and per flag that changes the arithmetic,
+// compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void update_all(const Params& p, const TensorArgs* t) {
+  const Hyper& h = p.h;
+  const bool clip = h.clip >= 0.f, clipw = h.clip_weights >= 0.f, mp = p.def->mp;
+  switch (p.def->rule) {
+    case Rule::kSgd:
+      if (p.per_weight_sgd) {
+        if (mp) clip ? run_all<SgdPerWeight<true>, true>(p, t) : run_all<SgdPerWeight<false>, true>(p, t);
+        else clip ? run_all<SgdPerWeight<true>, false>(p, t) : run_all<SgdPerWeight<false>, false>(p, t);
+      } else {
+        if (mp) clip ? run_all<SgdMulti<false, true>, true>(p, t) : run_all<SgdMulti<false, false>, true>(p, t);
+        else clip ? run_all<SgdMulti<false, true>, false>(p, t) : run_all<SgdMulti<false, false>, false>(p, t);
+      }
+      break;
+    case Rule::kSgdMom:
+      if (mp) clip ? run_all<SgdMulti<true, true>, true>(p, t) : run_all<SgdMulti<true, false>, true>(p, t);
+      else clip ? run_all<SgdMulti<true, true>, false>(p, t) : run_all<SgdMulti<true, false>, false>(p, t);
+      break;
+    case Rule::kNagMom:
+      if (mp) clip ? run_all<NagMom<true, true>, true>(p, t) : run_all<NagMom<false, true>, true>(p, t);
+      else clip ? run_all<NagMom<true, false>, false>(p, t) : run_all<NagMom<false, false>, false>(p, t);
+      break;
+    case Rule::kAdam:
+      clip ? run_all<Adam<true>, false>(p, t) : run_all<Adam<false>, false>(p, t);
+      break;
+    case Rule::kRmsprop:
+      if (clip) clipw ? run_all<Rmsprop<true, true>, false>(p, t) : run_all<Rmsprop<true, false>, false>(p, t);
+      else clipw ? run_all<Rmsprop<false, true>, false>(p, t) : run_all<Rmsprop<false, false>, false>(p, t);
+      break;
+    case Rule::kRmspropAlex:
+      if (clip) clipw ? run_all<RmspropAlex<true, true>, false>(p, t) : run_all<RmspropAlex<true, false>, false>(p, t);
+      else clipw ? run_all<RmspropAlex<false, true>, false>(p, t) : run_all<RmspropAlex<false, false>, false>(p, t);
+      break;
+    case Rule::kAdagrad:
+      clip ? run_all<Adagrad<true>, false>(p, t) : run_all<Adagrad<false>, false>(p, t);
+      break;
+  }
+}
+
+int num_inputs(const Params& p) { return p.def->stride * p.num_weights + (p.lr_inputs ? p.num_weights : 0); }
+
+class MultiUpdateState : public CustomStatefulOp {
+ public:
+  explicit MultiUpdateState(Params p) : p_(std::move(p)), args_(p_.num_weights) {}
+
+  MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs, const OpResource&) override {
+    const OpDef& d = *p_.def;
+    const int nw = p_.num_weights, stride = d.stride;
     const int n_out = p_.weights_in_place ? 1 : nw;
-    if (static_cast<int>(inputs->size()) != stride * nw || static_cast<int>(outputs->size()) != n_out) {
-      MX_ERROR_MSG << "multi sgd: expected " << stride * nw << " inputs and " << n_out << " outputs";
+    if (static_cast<int>(inputs->size()) != num_inputs(p_) || static_cast<int>(outputs->size()) != n_out) {
+      MX_ERROR_MSG << d.name << ": expected " << num_inputs(p_) << " inputs and " << n_out << " outputs";
       return MX_FAIL;
     }
+    const MXDType wtype = d.mp ? kFloat16 : kFloat32;
     for (int k = 0; k < nw; ++k) {
       MXTensor& w = (*inputs)[stride * k];
       MXTensor& g = (*inputs)[stride * k + 1];
       MXTensor& o = p_.weights_in_place ? w : (*outputs)[k];
       const int64_t n = w.size();
-      bool ok = w.dtype == kFloat32 && g.dtype == kFloat32 && o.dtype == kFloat32 &&
-                g.size() == n && o.size() == n;
-      float* m = nullptr;
-      if (MOM) {
-        MXTensor& mt = (*inputs)[stride * k + 2];
-        ok = ok && mt.dtype == kFloat32 && mt.size() == n;
-        m = mt.data<float>();
+      bool ok = w.dtype == wtype && g.dtype == wtype && o.dtype == wtype && g.size() == n && o.size() == n;
+      TensorArgs& a = args_[k];
+      a.s[0] = a.s[1] = a.s[2] = nullptr;
+      a.w32 = nullptr;
+      for (int j = 2; j < stride && ok; ++j) {
+        MXTensor& st = (*inputs)[stride * k + j];
+        ok = st.dtype == kFloat32 && st.size() == n;
+        if (d.mp && j == stride - 1) a.w32 = st.data<float>();
+        else a.s[j - 2] = st.data<float>();
+      }
+      if (p_.lr_inputs) {
+        MXTensor& lr = (*inputs)[stride * nw + k];
+        ok = ok && lr.dtype == kFloat32 && lr.size() >= 1;
+        a.lr = ok ? *lr.data<float>() : 0.f;
+      } else {
+        a.lr = p_.lrs[k];
       }
       if (!ok) {
-        MX_ERROR_MSG << "multi sgd: weight " << k << ": all arrays must be float32 of equal size";
+        MX_ERROR_MSG << d.name << ": weight " << k << ": weight, gradient and result must be "
+                     << (d.mp ? "float16" : "float32") << ", states float32, all of one size";
         return MX_FAIL;
       }
-      args_[k] = {o.data<float>(), w.data<float>(), g.data<float>(), m, n};
+      a.out = o.data_ptr;
+      a.w = w.data_ptr;
+      a.g = g.data_ptr;
+      a.n = n;
+      a.wd = p_.wds[k];
     }
-    update_all(p_, args_.data(), MOM);
+    update_all(p_, args_.data());
     if (p_.weights_in_place) {
       MXTensor& placeholder = (*outputs)[0];
       if (placeholder.dtype == kFloat32 && placeholder.size() >= 1) *placeholder.data<float>() = 0.0f;
@@ -180,91 +270,99 @@ class MultiSgdState : public CustomStatefulOp {
   }
 
  private:
-  SgdParams p_;
+  Params p_;
   std::vector<TensorArgs> args_;  // reused per call (an op state runs one call at a time)
 };
 
-template <bool MOM>
+template <const OpDef& D>
 MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
   try {
-    int n = static_cast<int>(parse_int(attr(attrs, "num_weights")));
-    *num_in = (MOM ? 3 : 2) * n;
-    *num_out = weights_in_place(attrs) ? 1 : n;
+    const int n = num_weights(attrs);
+    *num_in = D.stride * n + (flag(attrs, "lr_inputs") ? n : 0);
+    *num_out = flag(attrs, "weights_in_place") ? 1 : n;
     return MX_SUCCESS;
   } catch (const std::exception& e) {
-    MX_ERROR_MSG << "multi sgd: " << e.what();
+    MX_ERROR_MSG << D.name << ": " << e.what();
     return MX_FAIL;
   }
 }
 
-MXReturnValue infer_type(const AttrMap&, std::vector<int>* in_types, std::vector<int>* out_types) {
+template <const OpDef& D>
+MXReturnValue infer_type(const AttrMap& attrs, std::vector<int>* in_types, std::vector<int>* out_types) {
+  const int wtype = D.mp ? kFloat16 : kFloat32;
+  const size_t weight_arrays = in_types->size() - (flag(attrs, "lr_inputs") ? in_types->size() / (D.stride + 1) : 0);
   for (size_t j = 0; j < in_types->size(); ++j) {
-    if ((*in_types)[j] != kFloat32) {
-      MX_ERROR_MSG << "multi sgd: input " << j << " must be float32";
+    const bool weight_or_grad = j < weight_arrays && j % D.stride < 2;
+    const int want = weight_or_grad ? wtype : kFloat32;
+    if ((*in_types)[j] != want) {
+      MX_ERROR_MSG << D.name << ": input " << j << " must be " << (want == kFloat16 ? "float16" : "float32");
       return MX_FAIL;
     }
   }
-  for (auto& t : *out_types) t = kFloat32;
+  const bool in_place = flag(attrs, "weights_in_place");
+  for (auto& t : *out_types) t = in_place ? kFloat32 : wtype;
   return MX_SUCCESS;
 }
 
-template <bool MOM>
+template <const OpDef& D>
 MXReturnValue infer_shape(const AttrMap& attrs, std::vector<std::vector<unsigned int>>* in_shapes,
                           std::vector<std::vector<unsigned int>>* out_shapes) {
-  const size_t stride = MOM ? 3 : 2;
-  if (weights_in_place(attrs)) {
+  if (flag(attrs, "weights_in_place")) {
     (*out_shapes)[0] = {1};
     return MX_SUCCESS;
   }
-  for (size_t k = 0; k < out_shapes->size(); ++k) (*out_shapes)[k] = (*in_shapes)[stride * k];
+  for (size_t k = 0; k < out_shapes->size(); ++k) (*out_shapes)[k] = (*in_shapes)[D.stride * k];
   return MX_SUCCESS;
 }
 
-// Momenta are always updated in place; the weights too with weights_in_place=1.
-template <bool MOM>
+// States (and master copies) are always updated in place; the weights too with weights_in_place=1.
+template <const OpDef& D>
 MXReturnValue mutate_inputs(const AttrMap& attrs, std::vector<int>* idx) {
   try {
-    const int n = static_cast<int>(parse_int(attr(attrs, "num_weights")));
-    const int stride = MOM ? 3 : 2;
-    const bool weights = weights_in_place(attrs);
+    const int n = num_weights(attrs);
+    const bool weights = flag(attrs, "weights_in_place");
     for (int k = 0; k < n; ++k) {
-      if (weights) idx->push_back(stride * k);
-      if (MOM) idx->push_back(stride * k + 2);
+      if (weights) idx->push_back(D.stride * k);
+      for (int j = 2; j < D.stride; ++j) idx->push_back(D.stride * k + j);
     }
     return MX_SUCCESS;
   } catch (const std::exception& e) {
-    MX_ERROR_MSG << "multi sgd: " << e.what();
+    MX_ERROR_MSG << D.name << ": " << e.what();
     return MX_FAIL;
   }
 }
 
-template <bool MOM>
-MXReturnValue create_state(const AttrMap& attrs, const MXContext&,
-                           const std::vector<std::vector<unsigned int>>&, const std::vector<int>,
-                           CustomStatefulOp** state) {
+template <const OpDef& D>
+MXReturnValue create_state(const AttrMap& attrs, const MXContext&, const std::vector<std::vector<unsigned int>>&,
+                           const std::vector<int>, CustomStatefulOp** state) {
   try {
-    *state = CustomStatefulOp::create<MultiSgdState<MOM>>(parse_params(attrs, MOM));
+    *state = CustomStatefulOp::create<MultiUpdateState>(parse_params(D, attrs));
     return MX_SUCCESS;
   } catch (const std::exception& e) {
-    MX_ERROR_MSG << "multi sgd: " << e.what();
+    MX_ERROR_MSG << D.name << ": " << e.what();
     return MX_FAIL;
   }
 }
 
 }  // namespace
 
-REGISTER_OP(_minpy_multi_sgd_mom_update)
-    .setParseAttrs(parse_attrs<true>)
-    .setInferType(infer_type)
-    .setInferShape(infer_shape<true>)
-    .setMutateInputs(mutate_inputs<true>)
-    .setCreateOpState(create_state<true>, "cpu");
+#define MINPY_REGISTER_UPDATE(NAME, DEF)       \
+  REGISTER_OP(NAME)                            \
+      .setParseAttrs(parse_attrs<DEF>)         \
+      .setInferType(infer_type<DEF>)           \
+      .setInferShape(infer_shape<DEF>)         \
+      .setMutateInputs(mutate_inputs<DEF>)     \
+      .setCreateOpState(create_state<DEF>, "cpu")
 
-REGISTER_OP(_minpy_multi_sgd_update)
-    .setParseAttrs(parse_attrs<false>)
-    .setInferType(infer_type)
-    .setInferShape(infer_shape<false>)
-    .setMutateInputs(mutate_inputs<false>)
-    .setCreateOpState(create_state<false>, "cpu");
+MINPY_REGISTER_UPDATE(_minpy_multi_sgd_update, kSgdDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_sgd_mom_update, kSgdMomDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_nag_mom_update, kNagDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_adam_update, kAdamDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_rmsprop_update, kRmspropDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_rmspropalex_update, kRmspropAlexDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_adagrad_update, kAdagradDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_mp_sgd_update, kMpSgdDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_mp_sgd_mom_update, kMpSgdMomDef);
+MINPY_REGISTER_UPDATE(_minpy_multi_mp_nag_mom_update, kMpNagDef);
 
 }  // namespace minpy_kernels

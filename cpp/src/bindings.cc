@@ -4,6 +4,7 @@
 
 #include "launch.h"
 #include "mxapi.h"
+#include "mxparse.h"
 #include "runtime.h"
 
 #include <structmember.h>  // after Python.h (via runtime.h)
@@ -342,6 +343,13 @@ PYBIND11_MODULE(_core, m) {
   // The kernel library (cpp/kernels) was loaded into MXNet from this path: fusion may use it.
   m.def("set_kernels", [](const std::string& path) { R->kernels = path; });
   m.def("kernels", []() { return R->kernels; });
+  m.def("fusing", []() { return R->cfg.fuse && !R->kernels.empty(); },
+        "Whether recorded work may run in our kernels (fusion on and the library loaded).");
+  // The float32 an MXNet op computes with for an attribute string, as an exact literal:
+  // scalar_op=True for a double field (the scalar of _mul_scalar ...), else a float field.
+  m.def("mx_float", [](const std::string& s, bool scalar_op) {
+    return exact_float(scalar_op ? mx_scalar_as_float(s) : mx_float_field(s));
+  });
   // How flushes detect in-place writes through views: "storage chunk" (no waiting) or
   // "data address" (waits for pending writers; used if the chunk check fails on a build).
   m.def("peek_works", &peek_works);  // array metadata read without C API calls (peek.cc)

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "rewrite.h"
+#include "updates.h"
 
 namespace minpy {
 
@@ -19,7 +20,7 @@ constexpr size_t kMaxGroupOps = 512;
 
 struct Rule {
   Kind kind;
-  const char* instr;  // the kernel instruction (kUpdate: the multi-tensor op)
+  const char* instr;  // the kernel instruction
   bool scalar_first;  // _rminus_scalar, _rdiv_scalar
 };
 
@@ -41,44 +42,11 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"elemwise_div", {kBinary, "div"}}, {"_div", {kBinary, "div"}}, {"broadcast_div", {kBinary, "div"}},
       {"clip", {kClip, "clip"}},
       {"SliceChannel", {kSplit, ""}}, {"split", {kSplit, ""}}, {"slice_axis", {kSlice, ""}},
-      {"sgd_update", {kUpdate, "_minpy_multi_sgd_update"}},
-      {"sgd_mom_update", {kUpdate, "_minpy_multi_sgd_mom_update"}},
-      // what multi_sgd_* calls (Trainer: a few weights per call) are recorded as
-      {"_minpy_multi_sgd_update", {kUpdate, "_minpy_multi_sgd_update"}},
-      {"_minpy_multi_sgd_mom_update", {kUpdate, "_minpy_multi_sgd_mom_update"}},
   };
   return m;
 }
 
 std::string attr(const Node& n, const char* key, const char* dflt) { return attr_value(n.attrs, key, dflt); }
-
-bool momentum_update(const Node& n) {
-  return n.op->name == "sgd_mom_update" || n.op->name == "_minpy_multi_sgd_mom_update";
-}
-
-// "(0.1, 0.2)" or "[0.1, 0.2]" -> {"0.1", "0.2"}: the numbers exactly as written.
-std::vector<std::string> list_items(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == '(' || c == ')' || c == '[' || c == ']' || c == ' ') continue;
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-// Per-weight sgd_update rounds differently from the multi-tensor form once wd != 0, so the
-// two never share a kernel call; the momentum forms are the same arithmetic.
-const char* update_formula(const Node& n) {
-  if (momentum_update(n)) return "sgd_mom";
-  return n.op->name == "sgd_update" ? "sgd_update" : "multi_sgd_update";
-}
 
 bool truthy(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
 
@@ -124,13 +92,18 @@ int axis_of(const Node& n, const char* dflt, int ndim) {
 // The node's kind if our kernels can run it, else kNone. Under autograd recording only
 // what the elementwise kernel's gradient covers: same-shape operands (a broadcast's
 // gradient is a reduction), no splits or slices (their gradient writes part of a wider
-// array), no optimizer updates.
-Kind classify(const Trace& t, const Node& n) {
+// array), no optimizer updates. `update_key`: an optimizer update's grouping key (updates.h).
+Kind classify(const Trace& t, const Node& n, std::string* update_key) {
+  if (update_op(n.op->name)) {
+    if (t.recording) return kNone;
+    *update_key = update_group_key(t, n);
+    return update_key->empty() ? kNone : kUpdate;
+  }
   auto it = rules().find(n.op->name);
   if (it == rules().end()) return kNone;
   if (t.recording) {
     Kind k = it->second.kind;
-    if (k == kSplit || k == kSlice || k == kUpdate) return kNone;
+    if (k == kSplit || k == kSlice) return kNone;
     if (k == kBinary)
       for (int v : n.in)
         if (!same_dims(t.values[v].aval, t.values[n.out[0]].aval)) return kNone;
@@ -165,14 +138,6 @@ Kind classify(const Trace& t, const Node& n) {
       const AVal& in = t.values[n.in[0]].aval;
       if (n.in.size() != 1 || in.ndim < 1) return kNone;
       return axis_of(n, "0", in.ndim) == in.ndim - 1 ? k : kNone;
-    }
-    case kUpdate: {
-      size_t stride = momentum_update(n) ? 3 : 2;
-      if (n.out.empty() || n.in.size() != stride * n.out.size()) return kNone;
-      for (size_t w = 0; w < n.out.size(); ++w)
-        for (size_t j = 0; j < stride; ++j)
-          if (!same_dims(t.values[n.in[w * stride + j]].aval, t.values[n.out[w]].aval)) return kNone;
-      return k;
     }
     default:
       return kNone;
@@ -337,40 +302,13 @@ bool build_elementwise(const Trace& t, const std::vector<int>& group_of, int g, 
 
 bool build_update(const Trace& t, const Group& grp, const std::vector<char>& used_outside,
                   const std::vector<int>& written_into, FusedUnit* u) {
-  const Node& first = t.nodes[grp.members[0]];
-  bool mom = momentum_update(first);
-  std::vector<std::string> lrs, wds;
-  for (int m : grp.members) {
-    const Node& n = t.nodes[m];
-    if (n.out.size() == 1 && n.op->name.rfind("_minpy_", 0) != 0) {
-      lrs.push_back(attr(n, "lr", "0"));
-      wds.push_back(attr(n, "wd", "0"));
-    } else {  // a multi-tensor call: its per-weight lists
-      std::vector<std::string> l = list_items(attr(n, "lrs", "")), w = list_items(attr(n, "wds", ""));
-      if (l.size() != n.out.size() || w.size() != n.out.size()) return false;
-      lrs.insert(lrs.end(), l.begin(), l.end());
-      wds.insert(wds.end(), w.begin(), w.end());
-    }
-    u->in.insert(u->in.end(), n.in.begin(), n.in.end());
-    u->out.insert(u->out.end(), n.out.begin(), n.out.end());
-  }
-  u->op = rules().at(first.op->name).instr;
-  // In place when every new weight is read by nothing else and only goes back into the
-  // weight array it was computed from (an external input: a graph variable MXNet can mutate).
-  const size_t stride = mom ? 3 : 2;
-  u->weights_in_place = true;
-  for (size_t k = 0; k < u->out.size() && u->weights_in_place; ++k) {
-    const int w = u->in[stride * k], nw = u->out[k];
-    u->weights_in_place = t.values[w].node < 0 && written_into[nw] == w && !used_outside[nw];
-  }
-  u->attrs = {{"num_weights", std::to_string(u->out.size())},
-              {"lrs", "(" + join(lrs, ", ") + ")"},
-              {"wds", "(" + join(wds, ", ") + ")"},
-              {"rescale_grad", attr(first, "rescale_grad", "1")},
-              {"clip_gradient", attr(first, "clip_gradient", "-1")}};
-  if (mom) u->attrs.push_back({"momentum", attr(first, "momentum", "0")});
-  else u->attrs.push_back({"formula", update_formula(first)});
-  if (u->weights_in_place) u->attrs.push_back({"weights_in_place", "1"});
+  UpdateUnit unit;
+  if (!build_update_unit(t, grp.members, used_outside, written_into, &unit)) return false;
+  u->op = unit.op;
+  u->attrs = std::move(unit.attrs);
+  u->in = std::move(unit.in);
+  u->out = std::move(unit.out);
+  u->weights_in_place = unit.in_place;
   return true;
 }
 
@@ -402,7 +340,8 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
       if (d >= static_cast<int>(i)) return FusionPlan{{}, std::vector<int>(n_nodes, -1)};  // not in trace order
       ps.push_back(d);
     }
-    Kind k = classify(t, n);
+    std::string update_key;
+    Kind k = classify(t, n, &update_key);
     int chosen = -1;
     // Joining g is legal when no input reaches g through a node outside it.
     auto legal = [&](int g, bool allow_inside) {
@@ -416,14 +355,12 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
       return true;
     };
     if (k == kUpdate) {
-      std::string key = std::string(update_formula(n)) + "|" + attr(n, "momentum", "0") + "|" +
-                        attr(n, "rescale_grad", "1") + "|" + attr(n, "clip_gradient", "-1");
-      auto it = open_update.find(key);
+      auto it = open_update.find(update_key);
       if (it != open_update.end() && legal(it->second, false)) chosen = it->second;
       if (chosen < 0) {
         chosen = static_cast<int>(groups.size());
-        groups.push_back({kUpdate, key, AVal(), {}});
-        open_update[key] = chosen;
+        groups.push_back({kUpdate, update_key, AVal(), {}});
+        open_update[update_key] = chosen;
       }
     } else if (k != kNone) {
       const AVal& out = t.values[n.out[0]].aval;
@@ -495,7 +432,9 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     if (t.recording && !exact_gradient(grp)) continue;
     FusedUnit u;
     if (grp.kind == kUpdate) {
-      if (grp.members.size() < 2 || !build_update(t, grp, used_outside, written_into, &u)) continue;
+      // One MXNet update alone stays MXNet's op; one of ours is a kernel call already.
+      const bool ours = t.nodes[grp.members[0]].op->name.rfind("_minpy_", 0) == 0;
+      if ((grp.members.size() < 2 && !ours) || !build_update(t, grp, used_outside, written_into, &u)) continue;
     } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, &u)) {
       continue;
     }

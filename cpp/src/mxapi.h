@@ -4,6 +4,7 @@
 #include <mxnet/c_api.h>
 #include <nnvm/c_api.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -81,6 +82,19 @@ inline NDArrayHandle new_lazy_array(const AVal& a) {
   }
   MX_CALL(MXNDArrayCreateEx(dims, a.ndim < 0 ? 0 : a.ndim, a.dev_type, a.dev_id, 1, a.dtype, &h));
   return h;
+}
+
+// A new array (new_lazy_array) filled with `nbytes` of data. MXNDArraySyncCopyFromCPU would
+// first wait for the array through the engine, whose workers may be busy with an earlier
+// graph for milliseconds (a learning rate made per step stalled recording behind the last
+// step's update kernel); a CPU array nobody else has seen yet can be written directly.
+inline void fill_new_array(NDArrayHandle h, int dev_type, const void* data, size_t nbytes, size_t count) {
+  void* dst = nullptr;
+  if (dev_type == 1 && MXNDArrayGetData(h, &dst) == 0 && dst) {
+    std::memcpy(dst, data, nbytes);
+    return;
+  }
+  MX_CALL(MXNDArraySyncCopyFromCPU(h, data, count));
 }
 
 inline std::string op_name_of(AtomicSymbolCreator creator) {

@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "mxapi.h"
+#include "mxparse.h"
 #include "rewrite.h"
 #include "runtime.h"
+#include "updates.h"
 
 namespace minpy {
 
@@ -29,29 +31,13 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   info->effectful = n == "Custom" || n == "Dropout" || n == "_shuffle" || n == "RNN" ||
                     n.find("random") != std::string::npos || n.find("sample") != std::string::npos;
   info->expands = needs_expansion(n);
+  info->update = update_op(n);
   // Composing reset_arrays segfaults inside nnvm; the multi-tensor optimizer ops other than
   // multi_sgd_* lack symbolic inference.
   info->no_symbolic_form = n == "reset_arrays" || (n.rfind("multi_", 0) == 0 && !info->expands) ||
                            n.rfind("_multi_", 0) == 0 || n.rfind("preloaded_multi_", 0) == 0;
   info->sparse_output = n.find("sparse") != std::string::npos;  // cast_storage is decided per call
   return *(R->ops[creator] = std::move(info));
-}
-
-// Our kernel library's multi-tensor SGD standing in for MXNet's multi_sgd_update /
-// multi_sgd_mom_update: one node with MXNet's multi-kernel arithmetic exactly (MXNet's own
-// op has no symbolic inference in 1.9.1, and crashes above 60 weights). Null when the
-// library is not loaded, fusion is off, or the call is not float32 on the CPU.
-OpInfo* kernel_op_for(OpInfo& op, const Trace& t, const std::vector<int>& in) {
-  if (!op.expands || R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
-  for (int v : in)
-    if (t.values[v].aval.dtype != 0 || t.values[v].aval.dev_type != 1) return nullptr;
-  if (!op.kernel_twin) {
-    OpHandle h = nullptr;
-    const char* ours = op.name == "multi_sgd_update" ? "_minpy_multi_sgd_update" : "_minpy_multi_sgd_mom_update";
-    if (NNGetOpHandle(ours, &h) != 0 || !h) return nullptr;
-    op.kernel_twin = &op_info(reinterpret_cast<AtomicSymbolCreator>(h));
-  }
-  return op.kernel_twin;
 }
 
 // The arrays of an `out=` argument (one array or a sequence), borrowed from `out`.
@@ -162,8 +148,7 @@ struct TraceEmitter : Emitter {
   }
 
   int constant(double v, int like) override {
-    Trace& t = ts.trace;
-    AVal a = t.values[like].aval;
+    AVal a = ts.trace.values[like].aval;
     union { float f; double d; int32_t i; int64_t l; } bits;
     size_t nbytes;
     switch (a.dtype) {
@@ -174,18 +159,72 @@ struct TraceEmitter : Emitter {
       default: return -1;  // float16 etc.: keep the attribute
     }
     for (int d = 0; d < a.ndim; ++d) a.dims[d] = 1;
-    if (a.ndim == 0 && !t.np_shape) a.ndim = 1, a.dims[0] = 1;
-    uint64_t k = mix64(hash_aval(a) ^ hash_bytes(&bits, nbytes));
+    if (a.ndim == 0 && !ts.trace.np_shape) a.ndim = 1, a.dims[0] = 1;
+    return one_element(a, &bits, nbytes);
+  }
+
+  // A (1,) float32 array holding v, on the context of value `like` (a learning rate).
+  int float32_constant(float v, int like) {
+    AVal a = ts.trace.values[like].aval;
+    a.ndim = 1, a.dims[0] = 1, a.dtype = 0;
+    return one_element(a, &v, 4);
+  }
+
+ private:
+  // A one-element array made for this trace (freed after its flush), one per value.
+  int one_element(const AVal& a, const void* bits, size_t nbytes) {
+    Trace& t = ts.trace;
+    uint64_t k = mix64(hash_aval(a) ^ hash_bytes(bits, nbytes));
     auto it = t.constants.find(k);
     if (it != t.constants.end()) return it->second;
     NDArrayHandle h = new_lazy_array(a);
     t.owned.push_back(h);
-    MX_CALL(MXNDArraySyncCopyFromCPU(h, &bits, 1));
+    fill_new_array(h, a.dev_type, bits, nbytes, 1);
     int id = t.value_of(h, &a, nullptr);
     t.constants[k] = id;
     return id;
   }
 };
+
+// An optimizer update recorded as our multi-tensor kernel (updates.h): MXNet's multi-tensor
+// ops, which have no graph form, and any update whose learning rate changes, which then
+// arrives as one-element input arrays so that the graph stays the same. Rewrites the
+// attributes and inputs; null (nothing changed) when the kernel cannot run the call.
+OpInfo* as_update_kernel(ThreadState& ts, OpInfo& op, bool hot, uint64_t attr_hash, std::vector<Attr>* attrs,
+                         std::vector<int>* in) {
+  Trace& t = ts.trace;
+  if (R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
+  const UpdateOp& u = *op.update;
+  const size_t stride = static_cast<size_t>(update_stride(u));
+  if (in->empty() || in->size() % stride || !update_kernel_fits(u, t, *in)) return nullptr;
+  if (!op.kernel_twin) {
+    OpHandle h = nullptr;
+    if (NNGetOpHandle(update_kernel(u).c_str(), &h) != 0 || !h) return nullptr;
+    op.kernel_twin = &op_info(reinterpret_cast<AtomicSymbolCreator>(h));
+  }
+  // The attributes' translation, remembered: the updates of a step repeat one set of
+  // attributes (a per-step learning rate included), so all but the first call skip it.
+  struct Translation {
+    uint64_t key = 0;
+    bool ok = false;
+    std::vector<float> lrs;
+    std::vector<Attr> attrs;
+  };
+  static Translation memo[16];  // the GIL is held: no other thread is in here
+  const size_t nw = in->size() / stride;
+  const uint64_t key = mix64(mix64(attr_hash ^ op.hash) ^ (nw << 1 | (hot ? 1 : 0)));
+  Translation& tr = memo[key & 15];
+  if (tr.key != key) {
+    tr.key = key;
+    tr.lrs.clear();
+    tr.ok = kernel_call_attrs(u, *attrs, nw, hot ? &tr.lrs : nullptr, &tr.attrs);
+  }
+  if (!tr.ok) return nullptr;
+  TraceEmitter em(ts);
+  for (float lr : tr.lrs) in->push_back(em.float32_constant(lr, (*in)[0]));
+  *attrs = tr.attrs;
+  return op.kernel_twin;
+}
 
 // Whether this call's liftable attribute has been seen with another value at the same place.
 bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vector<Attr>& attrs) {
@@ -193,12 +232,31 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
   for (const auto& a : attrs)
     if (a.key == attr) val = &a.val;
   if (!val) return false;
+  // Optimizer updates: one decision per op for the whole scope site, whatever the position,
+  // so that the updates of one step are lifted alike and stay one kernel call; a list of
+  // learning rates (multi_sgd_update's lrs) counts item by item. A weight with its own
+  // lr_mult makes the op hot at once: lifting costs an input array, not a graph.
   uint64_t site = mix64(ts.site_hash ^ op.hash);
-  site = mix64(site ^ ts.trace.user_ops_hash ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
+  if (!op.update) site = mix64(site ^ ts.trace.user_ops_hash ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
   auto& s = R->scalar_sites[site];
   if (s.hot) return true;
-  if (s.first.empty()) s.first = *val;
-  else if (s.first != *val) s.hot = true;
+  auto see = [&](const std::string& v) {
+    if (s.first.empty()) s.first = v;
+    else if (s.first != v) s.hot = true;
+  };
+  if (op.update && !val->empty() && (val->front() == '(' || val->front() == '[')) {
+    std::string item;
+    for (char c : *val) {
+      if (c == ',' || c == ')' || c == ']') {
+        if (!item.empty()) see(item);
+        item.clear();
+      } else if (c != ' ' && c != '(' && c != '[') {
+        item += c;
+      }
+    }
+  } else {
+    see(*val);
+  }
   return s.hot;
 }
 
@@ -411,7 +469,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     attrs.push_back({op.var_num_args, std::to_string(nin)});
   uint64_t attr_hash = hash_attrs(attrs);
 
-  if (op.no_symbolic_form) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
+  if (op.no_symbolic_form && !op.update) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
 
   if (on_another_context(t, ndargs, nin, attrs)) {
     flush_thread(ts, "context switch", user_site());
@@ -476,9 +534,18 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   const char* lift = op.lift;
   bool hot = *lift && is_hot(ts, op, lift, attrs);
-  OpInfo* ours = hot ? nullptr : kernel_op_for(op, t, in);
+  OpInfo* ours = nullptr;  // our multi-tensor kernel recorded in the op's place
+  if (op.update && (hot || op.expands || op.no_symbolic_form)) {
+    ours = as_update_kernel(ts, op, hot, attr_hash, &attrs, &in);
+    if (ours) {
+      attr_hash = hash_attrs(attrs);
+      in_avals.resize(in.size());
+      for (size_t i = 0; i < in.size(); ++i) in_avals[i] = &t.values[in[i]].aval;
+    }
+  }
+  if (op.no_symbolic_form && !ours) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
-  if (hot || (op.expands && !ours)) {
+  if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (int v : in)
         if (t.values[v].node >= 0) return flush_and_retry(ts, op, args);

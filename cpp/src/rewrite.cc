@@ -99,9 +99,14 @@ std::pair<int, int> sgd_mom(Emitter& em, int w, int g, int mom, int LR, double m
 
 const char* liftable_attr(const std::string& op) {
   if (scalar_ops().count(op)) return "scalar";
-  if (op == "sgd_update" || op == "sgd_mom_update" || op == "adam_update") return "lr";
-  if (op == "multi_sgd_update" || op == "multi_sgd_mom_update") return "lrs";
-  return "";
+  static const std::unordered_map<std::string, const char*> updates = {
+      {"sgd_update", "lr"}, {"sgd_mom_update", "lr"}, {"adam_update", "lr"}, {"nag_mom_update", "lr"},
+      {"rmsprop_update", "lr"}, {"rmspropalex_update", "lr"}, {"mp_sgd_update", "lr"},
+      {"mp_sgd_mom_update", "lr"}, {"mp_nag_mom_update", "lr"}, {"multi_sgd_update", "lrs"},
+      {"multi_sgd_mom_update", "lrs"}, {"multi_mp_sgd_update", "lrs"}, {"multi_mp_sgd_mom_update", "lrs"},
+      {"_minpy_multi_adagrad_update", "lrs"}};
+  auto it = updates.find(op);
+  return it == updates.end() ? "" : it->second;
 }
 
 bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,

@@ -5,17 +5,20 @@
 // graph, every new value would be a new graph. The rule:
 //
 //   An attribute position (jit site, op index in the trace, op, attribute) is
-//   *hot* once it has been seen with two different values. A hot scalar is
+//   *hot* once it has been seen with two different values. (Optimizer updates: one
+//   position per jit site and op, so all updates of a step are lifted alike.) A hot scalar is
 //   lifted: the op is recorded as an equivalent graph whose scalar arrives as a
 //   one-element input array, so its value is no longer part of the key.
 //
 // So a constant scalar stays an attribute (fastest kernels, exact eager
 // results) and a changing one costs exactly one recompile. Lifted forms:
 //   *_scalar arithmetic/comparison ops -> the broadcast_* op with a (1,..,1) input;
-//   sgd_update, sgd_mom_update, adam_update, multi_sgd_update, multi_sgd_mom_update
-//   with a changing lr -> the same update as elementwise ops with lr as an input
-//   (same formula and order of operations as MXNet's kernels; results agree to
-//   float rounding, not always bit for bit).
+//   optimizer updates with a changing lr -> our multi-tensor kernel with the lr as
+//   an input array (updates.h; bit-identical to MXNet's kernels). Where our kernel
+//   cannot run (fusion off, other dtypes, GPU), sgd_update, sgd_mom_update,
+//   adam_update and multi_sgd_* become elementwise ops with lr as an input (same
+//   formula and order of operations as MXNet's kernels; results agree to float
+//   rounding, not always bit for bit); the others keep the lr as an attribute.
 #pragma once
 #include <string>
 #include <utility>

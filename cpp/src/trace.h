@@ -22,6 +22,8 @@
 
 namespace minpy {
 
+struct UpdateOp;  // an optimizer update our multi-tensor kernels can run (updates.h)
+
 // What the runtime knows about one MXNet operator (one per creator handle).
 struct OpInfo {
   AtomicSymbolCreator creator = nullptr;
@@ -30,7 +32,8 @@ struct OpInfo {
   std::string var_num_args;  // attribute carrying the input count of variadic ops (concat: num_args)
   const char* lift = "";     // attribute lifted when it changes (rewrite.h), "" if none
   bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
-  OpInfo* kernel_twin = nullptr;  // multi_sgd_*: our multi-tensor op recorded in its place (resolved once)
+  const UpdateOp* update = nullptr;  // an optimizer update (updates.h), else null
+  OpInfo* kernel_twin = nullptr;     // ... and our multi-tensor op that can stand in for it (resolved once)
   // Decided once per op from its name (record.cc), not on every call:
   bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
   bool sparse_output = false;     // produces sparse storage (cast_storage: only for stype != default)

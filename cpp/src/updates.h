@@ -1,0 +1,72 @@
+// Optimizer updates and our multi-tensor kernels (cpp/kernels/multi_update.cc).
+//
+// Which MXNet optimizer ops a kernel stands in for, how their attributes read, and how
+// the updates of one step become one kernel call:
+//
+//   per-weight ops   sgd_update, sgd_mom_update, nag_mom_update, adam_update,
+//                    rmsprop_update, rmspropalex_update, mp_sgd_update,
+//                    mp_sgd_mom_update, mp_nag_mom_update: recorded as MXNet ops; at
+//                    compile time those of one step with the same hyper-parameters
+//                    become one multi-tensor call (fuse.cc asks group_key/build_unit).
+//   multi-tensor ops multi_sgd_update, multi_sgd_mom_update, multi_mp_sgd_update,
+//                    multi_mp_sgd_mom_update (what Trainer's SGD calls, 4 weights at a
+//                    time): MXNet 1.9.1 cannot put them in a graph, so they are recorded
+//                    as our kernel (record_form), and grouped the same way.
+//   a changing lr    (Adam's bias-corrected lr changes every step; lr schedules): the
+//                    call is recorded as our kernel with lr_inputs=1, its learning
+//                    rates one-element input arrays: the graph stays the same.
+//   AdaGrad          its Python update is eleven elementwise ops per weight; while a
+//                    scope is open frontend.py records it as _minpy_multi_adagrad_update.
+//
+// Our kernels compute with exactly the float32 values MXNet would (see mxparse.h), in
+// MXNet's float order: results are bit-identical to eager.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "trace.h"
+
+namespace minpy {
+
+struct UpdateOp;  // what one MXNet (or our) optimizer op is, in updates.cc
+
+// The update description of an op name (MXNet's or our kernel's), or null.
+const UpdateOp* update_op(const std::string& name);
+
+// The multi-tensor kernel's name for an update op.
+const std::string& update_kernel(const UpdateOp& u);
+
+// Arrays per weight of the op (weight, gradient, states...).
+int update_stride(const UpdateOp& u);
+
+// Whether its arrays suit our kernel: float32 (float16 weights and gradients for the
+// mixed-precision forms, float32 states), all on the CPU, of one size per weight.
+bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int>& in);
+
+// A call of `u` recorded as one kernel call: our op's attributes (exact floats) for the
+// call's MXNet attributes. `lr_values` (if not null) receives the learning rates, and
+// then the attributes say lr_inputs=1 instead of listing them. False if the attributes
+// are not understood.
+bool kernel_call_attrs(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights,
+                       std::vector<float>* lr_values, std::vector<Attr>* out);
+
+// Number of weights a recorded node updates.
+size_t update_weights(const UpdateOp& u, const Node& n);
+
+// Grouping at compile time: nodes with equal keys may share one kernel call ("" if the
+// node cannot be grouped).
+std::string update_group_key(const Trace& t, const Node& n);
+
+// The kernel call standing for `members` (trace nodes with one group key, in trace order).
+// `in_place`: set when every new weight only goes back into its own (external) weight
+// array, which the kernel then updates in place. False if it cannot be built.
+struct UpdateUnit {
+  std::string op;
+  std::vector<Attr> attrs;
+  std::vector<int> in, out;
+  bool in_place = false;
+};
+bool build_update_unit(const Trace& t, const std::vector<int>& members, const std::vector<char>& used_outside,
+                       const std::vector<int>& written_into, UpdateUnit* unit);
+
+}  // namespace minpy

@@ -1,0 +1,421 @@
+"""Every optimizer Trainer users pick runs its step as one multi-tensor kernel call, bit for bit
+equal to eager MXNet.
+
+* Kernels: each `_minpy_multi_*_update` against the MXNet op it stands in for (AdaGrad: against
+  MXNet's Python update), called directly, weights updated in place or not, float16 weights
+  with float32 master copies for the multi_precision forms.
+* Runtime: 50 steps under jit() against eager, in the Trainer form (Gluon net, Trainer.step)
+  and in the direct op form (per-weight update ops), with weight decay, gradient clipping,
+  rescale_grad, learning rates that change every step (schedules, Adam's bias correction),
+  float16 multi_precision; each step's updates are one kernel call, and the changing learning
+  rate costs at most one recompile.
+Comparisons are of bit patterns (+0 and -0 differ, NaNs of equal payload are equal).
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+from mxnet.gluon import nn
+
+import minpy_jit
+from conftest import BIG, arr, rand
+from minpy_jit import _core, intercept
+
+
+def bits(a):
+    a = a.asnumpy() if isinstance(a, nd.NDArray) else np.asarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def assert_bits(eager, jitted, what=""):
+    assert len(eager) == len(jitted), what
+    for i, (e, j) in enumerate(zip(eager, jitted)):
+        be, bj = bits(e), bits(j)
+        assert be.shape == bj.shape, (what, i)
+        if not np.array_equal(be, bj):
+            ef, jf = np.asarray(e.asnumpy() if isinstance(e, nd.NDArray) else e, np.float64), \
+                np.asarray(j.asnumpy() if isinstance(j, nd.NDArray) else j, np.float64)
+            raise AssertionError("%s array %d: %d of %d elements differ (max abs diff %g)"
+                                 % (what, i, int((be != bj).sum()), be.size, np.nanmax(np.abs(ef - jf))))
+
+
+def exact(value, field=True):
+    """The float32 MXNet computes with for a Python value given as an op attribute."""
+    return _core.mx_float(str(value) if field else str(float(value)), not field)
+
+
+def tuple_attr(values, field=True):
+    return "(%s)" % ", ".join(exact(v, field) for v in values)
+
+
+SHAPES = [(7, 5), (33,), (4, 4, 3), (1,)]  # odd sizes: vector loops' remainders
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts from an empty graph cache (it inspects the graphs it made) and may
+    compile as many graphs at one jit() site as it needs."""
+    old_limit = minpy_jit.config()["recompile_limit"]
+    minpy_jit.clear_cache()
+    minpy_jit.config(recompile_limit=BIG)
+    yield
+    minpy_jit.config(recompile_limit=old_limit)
+
+
+# ================================================================ kernels against MXNet's ops
+
+# name: (MXNet op, states per weight, float16 weights, hyper-parameters, our kernel, extra attrs)
+KERNEL_CASES = {
+    "sgd_update": (nd.sgd_update, 0, False, {}, "sgd", {"formula": "sgd_update"}),
+    "sgd_mom_update": (nd.sgd_mom_update, 1, False, {"momentum": 0.9}, "sgd_mom", {}),
+    "nag_mom_update": (nd.nag_mom_update, 1, False, {"momentum": 0.85}, "nag_mom", {}),
+    "adam_update": (nd.adam_update, 2, False, {"beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6}, "adam", {}),
+    "rmsprop_update": (nd.rmsprop_update, 1, False, {"gamma1": 0.9, "epsilon": 1e-6}, "rmsprop", {}),
+    "rmsprop_update clip_weights": (nd.rmsprop_update, 1, False, {"gamma1": 0.9, "clip_weights": 0.4},
+                                    "rmsprop", {}),
+    "rmspropalex_update": (nd.rmspropalex_update, 3, False, {"gamma1": 0.9, "gamma2": 0.8, "epsilon": 1e-4},
+                           "rmspropalex", {}),
+    "mp_sgd_update": (nd.mp_sgd_update, 0, True, {}, "mp_sgd", {"formula": "sgd_update"}),
+    "mp_sgd_mom_update": (nd.mp_sgd_mom_update, 1, True, {"momentum": 0.9}, "mp_sgd_mom", {}),
+    "mp_nag_mom_update": (nd.mp_nag_mom_update, 1, True, {"momentum": 0.9}, "mp_nag_mom", {}),
+}
+
+
+def _weights(n_states, mp, seed):
+    """Per weight: [weight, gradient, states...] (+ float32 master copy for mixed precision)."""
+    rs = np.random.RandomState(seed)
+    out = []
+    for shape in SHAPES:
+        w = rs.uniform(-1, 1, shape).astype(np.float32)
+        wt = np.float16 if mp else np.float32
+        item = [nd.array(w.astype(wt), dtype=wt)]
+        states = [nd.array(np.abs(rs.uniform(0, 0.1, shape)).astype(np.float32)) for _ in range(n_states)]
+        if mp:
+            item += states + [nd.array(w.astype(np.float16).astype(np.float32))]
+        else:
+            item += states
+        out.append(item)
+    return out
+
+
+def _grads(mp, seed):
+    rs = np.random.RandomState(seed)
+    return [nd.array(rs.uniform(-1, 1, s).astype(np.float16 if mp else np.float32),
+                     dtype=np.float16 if mp else np.float32) for s in SHAPES]
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["in-place", "new-array"])
+@pytest.mark.parametrize("clip", [None, 0.05])
+@pytest.mark.parametrize("name", sorted(KERNEL_CASES))
+def test_kernel_matches_mxnet_op(name, clip, in_place):
+    op, n_states, mp, hyper, rule, extra = KERNEL_CASES[name]
+    lr, wd, rescale = 4.367506679241648e-05, 0.0123, 0.5  # an lr MXNet parses to another float than strtof
+    ref, ours = _weights(n_states, mp, 1), _weights(n_states, mp, 1)
+    kw = dict(hyper, lr=lr, wd=wd, rescale_grad=rescale)
+    if clip is not None:
+        kw["clip_gradient"] = clip
+    attrs = dict(num_weights=len(SHAPES), lrs=tuple_attr([lr] * len(SHAPES)), wds=tuple_attr([wd] * len(SHAPES)),
+                 rescale_grad=exact(rescale), clip_gradient=exact(-1 if clip is None else clip), **extra)
+    attrs.update({k: exact(v) for k, v in hyper.items()})
+    kernel = getattr(nd._internal, "_minpy_multi_%s_update" % rule)
+    for step in range(5):
+        g = _grads(mp, 100 + step)
+        outs_ref = [w[0] if in_place else nd.zeros(w[0].shape, dtype=w[0].dtype) for w in ref]
+        for item, gi, o in zip(ref, g, outs_ref):
+            op(item[0], gi, *item[1:], out=o, **kw)
+        outs = [w[0] if in_place else nd.zeros(w[0].shape, dtype=w[0].dtype) for w in ours]
+        flat = []
+        for item, gi in zip(ours, g):
+            flat += [item[0], gi] + item[1:]
+        kernel(*flat, out=outs, **attrs)
+        assert_bits(outs_ref, outs, "%s step %d: new weights" % (name, step))
+        assert_bits([a for it in ref for a in it[1:]], [a for it in ours for a in it[1:]],
+                    "%s step %d: states" % (name, step))
+        if not in_place:  # the next step starts from the new weights
+            for item, o in zip(ref, outs_ref):
+                item[0] = o
+            for item, o in zip(ours, outs):
+                item[0] = o
+
+
+def test_kernel_learning_rates_as_inputs():
+    """lr_inputs=1: one float32 array per weight holds its learning rate."""
+    lrs = [0.1, 0.0031622776601683794, 1e-3, 0.7]
+    ref, ours = _weights(2, False, 3), _weights(2, False, 3)
+    g = _grads(False, 4)
+    for item, gi, lr in zip(ref, g, lrs):
+        nd.adam_update(item[0], gi, item[1], item[2], out=item[0], lr=lr, wd=0.01)
+    flat = [a for item, gi in zip(ours, g) for a in [item[0], gi] + item[1:]]
+    lr_arrays = [nd.array([float(exact(lr))], dtype=np.float32) for lr in lrs]
+    nd._internal._minpy_multi_adam_update(*(flat + lr_arrays), out=[it[0] for it in ours], num_weights=4,
+                                          lr_inputs=1, wds=tuple_attr([0.01] * 4))
+    assert_bits([a for it in ref for a in it], [a for it in ours for a in it])
+
+
+def test_kernel_float16_rounding_matches_cast():
+    """float32 -> float16 of the mixed-precision kernels: round to nearest even, as MXNet's Cast."""
+    edges = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -11, 1 + 2 ** -11 + 2 ** -20, 65519, 65520, 1e6, -1e6,
+                      2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14 - 2 ** -25, 6e-8, 0.0, -0.0, np.inf, -np.inf],
+                     dtype=np.float32)
+    rs = np.random.RandomState(5)
+    x = np.concatenate([edges, rs.standard_normal(100000).astype(np.float32) * 10 ** rs.uniform(-9, 5, 100000)
+                        .astype(np.float32)]).astype(np.float32)
+    # mp_sgd with lr 0, wd 0: the weight is the master copy, rounded to float16
+    w16, g16 = nd.zeros(x.shape, dtype=np.float16), nd.zeros(x.shape, dtype=np.float16)
+    w32 = nd.array(x)
+    nd._internal._minpy_multi_mp_sgd_update(w16, g16, w32, out=[w16], num_weights=1, lrs="(0,)", wds="(0,)",
+                                            formula="sgd_update")
+    assert_bits([nd.array(x).astype(np.float16)], [w16])
+    nan_out = nd.zeros((1,), dtype=np.float16)
+    nd._internal._minpy_multi_mp_sgd_update(nan_out, nd.zeros((1,), dtype=np.float16), nd.array([np.nan]),
+                                            out=[nan_out], num_weights=1, lrs="(0,)", wds="(0,)",
+                                            formula="sgd_update")
+    assert np.isnan(nan_out.asnumpy()).all()
+
+
+def test_kernel_rejects_wrong_dtype_with_a_clear_error():
+    w, g, m = nd.ones((3,), dtype=np.float64), nd.ones((3,), dtype=np.float64), nd.zeros((3,), dtype=np.float64)
+    with pytest.raises(mx.base.MXNetError, match="_minpy_multi_nag_mom_update: input 0 must be float32"):
+        nd._internal._minpy_multi_nag_mom_update(w, g, m, num_weights=1, lrs="(0.1,)", wds="(0,)").wait_to_read()
+
+
+# ================================================================ AdaGrad (a Python update in MXNet)
+
+def _adagrad_pair(kw):
+    opt = mx.optimizer.AdaGrad(**kw)
+    return opt, [arr(rand(*s, seed=i)) for i, s in enumerate(SHAPES)], [nd.zeros(s) for s in SHAPES]
+
+
+@pytest.mark.parametrize("kw", [dict(learning_rate=0.1), dict(learning_rate=0.05, wd=0.01, clip_gradient=0.3,
+                                                                rescale_grad=0.25, eps=1e-5),
+                                dict(learning_rate=0.1, clip_gradient=0)],
+                         ids=["plain", "wd-clip-rescale-eps", "clip-0"])
+def test_adagrad_kernel_matches_python_update(kw):
+    """The kernel against MXNet's own AdaGrad.update (eleven ops per weight), 20 steps."""
+    opt_e, we, he = _adagrad_pair(kw)
+    opt_j, wj, hj = _adagrad_pair(kw)
+    for step in range(20):
+        grads = [arr(rand(*s, seed=50 + step * 7 + i)) for i, s in enumerate(SHAPES)]
+        for i, (w, g, h) in enumerate(zip(we, grads, he)):
+            opt_e.update(i, w, g, h)
+        with minpy_jit.jit():
+            for i, (w, g, h) in enumerate(zip(wj, grads, hj)):
+                opt_j.update(i, w, g, h)
+        assert_bits(we + he, wj + hj, "step %d" % step)
+    assert "_minpy_multi_adagrad_update" in minpy_jit.last_graph()
+
+
+def test_adagrad_update_outside_our_kernel_is_mxnets():
+    """float64 weights: MXNet's own update runs (and is recorded op by op); still exact."""
+    opt_e, opt_j = mx.optimizer.AdaGrad(learning_rate=0.1), mx.optimizer.AdaGrad(learning_rate=0.1)
+    we = [arr(rand(4, 3, seed=1, dtype=np.float64))]
+    wj = [w.copy() for w in we]
+    he, hj = [nd.zeros((4, 3), dtype=np.float64)], [nd.zeros((4, 3), dtype=np.float64)]
+    g = arr(rand(4, 3, seed=2, dtype=np.float64))
+    opt_e.update(0, we[0], g, he[0])
+    with minpy_jit.jit():
+        opt_j.update(0, wj[0], g, hj[0])
+    assert "_minpy_multi_adagrad_update" not in minpy_jit.last_graph()
+    assert_bits(we + he, wj + hj)
+    assert not intercept.hooks_installed() and mx.optimizer.AdaGrad.update.__module__ == "mxnet.optimizer.optimizer"
+
+
+# ================================================================ runtime: Trainer, 50 steps
+
+def _mlp():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, activation="relu", in_units=12), nn.Dense(12, activation="tanh", in_units=16),
+            nn.Dense(4, in_units=12))
+    return net
+
+
+def _schedule():
+    return mx.lr_scheduler.FactorScheduler(step=1, factor=0.97)
+
+
+TRAINER_CASES = [
+    ("sgd", dict(learning_rate=0.1)),
+    ("sgd", dict(learning_rate=0.1, wd=0.01, rescale_grad=0.5, schedule=True)),
+    ("sgd", dict(learning_rate=0.1, momentum=0.9)),
+    ("sgd", dict(learning_rate=0.1, momentum=0.9, wd=1e-3, clip_gradient=0.05, schedule=True)),
+    ("nag", dict(learning_rate=0.05, momentum=0.9)),
+    ("nag", dict(learning_rate=0.05, momentum=0.9, wd=1e-3, clip_gradient=0.1, schedule=True)),
+    ("nag", dict(learning_rate=0.05, wd=1e-3)),  # no momentum: NAG calls sgd_update
+    ("adam", dict(learning_rate=0.01)),
+    ("adam", dict(learning_rate=0.01, wd=1e-3, clip_gradient=0.1, beta1=0.8, schedule=True)),
+    ("rmsprop", dict(learning_rate=0.01, wd=1e-3)),
+    ("rmsprop", dict(learning_rate=0.01, clip_gradient=0.2, clip_weights=0.5, schedule=True)),
+    ("rmsprop", dict(learning_rate=0.01, centered=True, wd=1e-3)),
+    ("adagrad", dict(learning_rate=0.1)),
+    ("adagrad", dict(learning_rate=0.1, wd=1e-3, clip_gradient=0.5, schedule=True)),
+]
+
+
+def _trainer_run(use_jit, opt, kw, steps=50, batches=(8, 8, 6)):
+    """An MLP trained for `steps` steps; the batch size cycles (rescale_grad = 1/batch)."""
+    mx.random.seed(7)
+    net = _mlp()
+    net.initialize(mx.init.Xavier())
+    kw = dict(kw)
+    if kw.pop("schedule", False):
+        kw["lr_scheduler"] = _schedule()
+    rs = np.random.RandomState(8)
+    data = [(nd.array(rs.randn(b, 12).astype(np.float32)), nd.array(rs.randint(0, 4, b).astype(np.float32)))
+            for b in batches]
+    net(data[0][0])
+    trainer = gluon.Trainer(net.collect_params(), opt, kw)
+    lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+    losses = []
+    for step in range(steps):
+        x, y = data[step % len(data)]
+        with minpy_jit.jit() if use_jit else _nothing():
+            with autograd.record():
+                loss = lossfn(net(x), y)
+            loss.backward()
+            trainer.step(x.shape[0])
+        losses.append(loss)
+    return losses, [p.data() for p in net.collect_params().values()], _states(trainer, net.collect_params())
+
+
+def _states(trainer, params):
+    """Optimizer states in the order of the parameters (the Trainer numbers parameters by sorted
+    name, and names carry a global counter: two runs may number the same parameter differently)."""
+    out = []
+    for p in params.values():
+        s = trainer._updaters[0].states[trainer._param2idx[p.name]]
+        for a in (s if isinstance(s, (list, tuple)) else [s]):
+            out += [b for b in (a if isinstance(a, (list, tuple)) else [a]) if b is not None]
+    return out
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _kernel_calls_per_update_graph():
+    """Our update kernels in each cached graph that has one."""
+    counts = []
+    for g in minpy_jit.graphs():
+        lines = [ln for ln in g["ir"].splitlines() if not ln.lstrip().startswith("|")]
+        n = sum(1 for ln in lines if "= _minpy_multi_" in ln)
+        if n:
+            counts.append(n)
+    return counts
+
+
+@pytest.mark.parametrize("opt,kw", TRAINER_CASES,
+                         ids=["%s-%s" % (o, "-".join(sorted(k))) for o, k in TRAINER_CASES])
+def test_trainer_50_steps_bit_exact(opt, kw):
+    eager = _trainer_run(False, opt, kw)
+    before = minpy_jit.stats()
+    jitted = _trainer_run(True, opt, kw)
+    after = minpy_jit.stats()
+    assert_bits(eager[0], jitted[0], "losses")
+    assert_bits(eager[1], jitted[1], "weights")
+    assert_bits(eager[2], jitted[2], "optimizer states")
+    assert after["fallbacks"] == before["fallbacks"] and after["eager_replays"] == before["eager_replays"]
+    # one kernel call per step for all 6 parameters; graphs: a handful, not one per step
+    assert _kernel_calls_per_update_graph() and set(_kernel_calls_per_update_graph()) == {1}, minpy_jit.last_graph()
+    assert after["fused_kernels"] - before["fused_kernels"] >= 50
+    assert after["cache_misses"] - before["cache_misses"] <= 12, after
+
+
+@pytest.mark.parametrize("aggregate", ["0", "1", "4", "60"])
+def test_trainer_sgd_any_aggregation_size_is_one_kernel(aggregate, monkeypatch):
+    """MXNET_OPTIMIZER_AGGREGATION_SIZE decides how many weights MXNet's SGD hands one
+    multi_sgd_mom_update (0: one update call per weight); the step is one kernel call anyway."""
+    monkeypatch.setenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", aggregate)
+    kw = dict(learning_rate=0.1, momentum=0.9, wd=1e-3)
+    eager = _trainer_run(False, "sgd", kw, steps=10)
+    jitted = _trainer_run(True, "sgd", kw, steps=10)
+    assert_bits(eager[1] + eager[2], jitted[1] + jitted[2])
+    assert set(_kernel_calls_per_update_graph()) == {1}, minpy_jit.last_graph()
+
+
+# ================================================================ runtime: float16 multi_precision
+
+MP_CASES = [
+    ("sgd", dict(learning_rate=0.1)),
+    ("sgd", dict(learning_rate=0.1, momentum=0.9, wd=1e-3, clip_gradient=0.5, schedule=True)),
+    ("nag", dict(learning_rate=0.1, momentum=0.9, wd=1e-3, schedule=True)),
+    ("adam", dict(learning_rate=0.01, wd=1e-3, schedule=True)),  # MXNet: Cast, adam_update on the master, Cast
+]
+
+
+def _mp_run(use_jit, opt, kw, steps=50):
+    """float16 parameters (their float32 master copies in the optimizer), gradients given."""
+    rs = np.random.RandomState(0)
+    params = gluon.ParameterDict("mp_")
+    for i, s in enumerate(SHAPES + [(64, 64)]):
+        p = params.get("w%d" % i, shape=s, dtype=np.float16)
+        p.initialize(mx.init.Constant(0))
+        p.set_data(nd.array(rs.uniform(-1, 1, s), dtype=np.float16))
+    kw = dict(kw, multi_precision=True)
+    if kw.pop("schedule", False):
+        kw["lr_scheduler"] = _schedule()
+    trainer = gluon.Trainer(params, opt, kw)
+    for step in range(steps):
+        for p in params.values():
+            p.grad()[:] = nd.array(rs.uniform(-1, 1, p.shape), dtype=np.float16)
+            p.data()._fresh_grad = True
+        with minpy_jit.jit() if use_jit else _nothing():
+            trainer.step(4)
+    return [p.data() for p in params.values()], _states(trainer, params)
+
+
+@pytest.mark.parametrize("opt,kw", MP_CASES, ids=["%s-%s" % (o, "-".join(sorted(k))) for o, k in MP_CASES])
+def test_trainer_multi_precision_float16_50_steps(opt, kw):
+    eager = _mp_run(False, opt, kw)
+    jitted = _mp_run(True, opt, kw)
+    assert all(w.dtype == np.float16 for w in jitted[0])
+    assert_bits(eager[0], jitted[0], "float16 weights")
+    assert_bits(eager[1], jitted[1], "states and float32 master copies")
+    assert set(_kernel_calls_per_update_graph()) == {1}, minpy_jit.last_graph()
+
+
+# ================================================================ runtime: the direct op form
+
+OP_FORMS = {
+    "sgd_update": lambda w, g, s, lr: nd.sgd_update(w, g, out=w, lr=lr, wd=1e-3, rescale_grad=0.5),
+    "sgd_mom_update": lambda w, g, s, lr: nd.sgd_mom_update(w, g, s[0], out=w, lr=lr, momentum=0.9, wd=1e-3,
+                                                            clip_gradient=0.3),
+    "nag_mom_update": lambda w, g, s, lr: nd.nag_mom_update(w, g, s[0], out=w, lr=lr, momentum=0.9, wd=1e-3),
+    "adam_update": lambda w, g, s, lr: nd.adam_update(w, g, s[0], s[1], out=w, lr=lr, wd=1e-3, clip_gradient=0.2),
+    "rmsprop_update": lambda w, g, s, lr: nd.rmsprop_update(w, g, s[0], out=w, lr=lr, gamma1=0.9, wd=1e-3),
+    "rmspropalex_update": lambda w, g, s, lr: nd.rmspropalex_update(w, g, s[0], s[1], s[2], out=w, lr=lr,
+                                                                    gamma1=0.9, gamma2=0.8),
+}
+
+
+@pytest.mark.parametrize("changing_lr", [False, True], ids=["constant-lr", "random-lr-every-step"])
+@pytest.mark.parametrize("name", sorted(OP_FORMS))
+def test_update_ops_50_steps_bit_exact(name, changing_lr):
+    """Per-weight update ops over 5 weights, 50 steps. A random learning rate every step (an 11%
+    chance each that MXNet's parse of it differs from strtof) costs one recompile, not fifty."""
+    update = OP_FORMS[name]
+    n_states = {"sgd_update": 0, "adam_update": 2, "rmspropalex_update": 3}.get(name, 1)
+    rs = np.random.RandomState(3)
+
+    def state():
+        ws = [arr(rand(*s, seed=i)) for i, s in enumerate(SHAPES + [(64, 64)])]
+        return ws, [[nd.zeros(w.shape) for _ in range(n_states)] for w in ws]
+
+    (we, se), (wj, sj) = state(), state()
+    before = minpy_jit.stats()
+    for step in range(50):
+        lr = float(10 ** rs.uniform(-4, -1) * rs.rand()) if changing_lr else 0.05
+        grads = [arr(rand(*w.shape, seed=1000 + step * 10 + i)) for i, w in enumerate(we)]
+        for w, g, s in zip(we, grads, se):
+            update(w, g, s, lr)
+        with minpy_jit.jit():
+            for w, g, s in zip(wj, grads, sj):
+                update(w, g, s, lr)
+        assert_bits(we + sum(se, []), wj + sum(sj, []), "step %d" % step)
+    after = minpy_jit.stats()
+    assert after["cache_misses"] - before["cache_misses"] <= 2, after
+    assert after["fused_kernels"] - before["fused_kernels"] == 50
+    assert set(_kernel_calls_per_update_graph()) == {1}
