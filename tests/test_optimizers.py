@@ -224,7 +224,7 @@ def test_adagrad_update_outside_our_kernel_is_mxnets():
 
 def _mlp():
     net = nn.HybridSequential()
-    net.add(nn.Dense(16, activation="relu", in_units=12), nn.Dense(12, activation="tanh", in_units=16),
+    net.add(nn.Dense(16, activation="relu", in_units=12), nn.Dense(12, activation="relu", in_units=16),
             nn.Dense(4, in_units=12))
     return net
 

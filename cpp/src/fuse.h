@@ -8,10 +8,11 @@
 //     elementwise ops (arithmetic, scalar ops, activations, clip) plus
 //     last-axis splits/slices feeding them (an LSTM cell's gate block), run as
 //     one vectorized loop over the output; intermediates never reach memory.
-//   * optimizer updates -> `_minpy_multi_sgd_update` / `_minpy_multi_sgd_mom_update`:
-//     every sgd_update / sgd_mom_update of a step with the same hyper-parameters
-//     becomes one multi-tensor call (MXNet's own multi-tensor op cannot be put in
-//     a graph in 1.9.1, and per-weight ops pay a kernel launch each).
+//   * optimizer updates -> `_minpy_multi_<rule>_update` (updates.h): every update
+//     of a step with the same rule and hyper-parameters (sgd_update, adam_update,
+//     our kernels recorded for multi_sgd_* ...) becomes one multi-tensor call
+//     (MXNet's own multi-tensor ops cannot be put in a graph in 1.9.1, and
+//     per-weight ops pay a kernel launch each).
 //
 // Grouping is greedy in trace order and keeps the graph acyclic: a node joins a
 // group only if none of its inputs (data or ordering) depends on that group
