@@ -19,6 +19,7 @@ MX_DIR = os.path.dirname(mxnet.__file__)
 core = Extension(
     "minpy_jit._core",
     sources=sorted(glob.glob("cpp/src/*.cc")),
+    depends=sorted(glob.glob("cpp/src/*.h")),
     include_dirs=[pybind11.get_include(), os.path.join(MX_DIR, "include"), "cpp/src"],
     library_dirs=[MX_DIR],
     extra_link_args=["-l:libmxnet.so", "-Wl,-rpath,$ORIGIN/../mxnet", "-Wl,-rpath," + MX_DIR],
@@ -34,6 +35,7 @@ core = Extension(
 kernels = Extension(
     "minpy_jit._kernels",
     sources=sorted(glob.glob("cpp/kernels/*.cc")) + [os.path.join(MX_DIR, "src", "lib_api.cc")],
+    depends=sorted(glob.glob("cpp/kernels/*.h")),  # a header edit rebuilds the library
     include_dirs=[os.path.join(MX_DIR, "include")],
     extra_compile_args=["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno",
                         "-fno-trapping-math", "-fopenmp"],

@@ -17,6 +17,7 @@
 // runs the op; see max_threads() for how many); small calls stay on the calling
 // thread, where a parallel region would cost more than it saves.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -386,10 +387,14 @@ void execute(const Call& c) {
     run_share(c, 0, tiles);
     return;
   }
+  // Chunks of tiles handed out on demand, not one fixed share per thread: on a shared
+  // machine a descheduled thread would otherwise hold up the whole call.
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(16, tiles / (8 * nt)));
+  std::atomic<int64_t> next{0};
 #pragma omp parallel num_threads(nt)
   {
-    const int64_t k = omp_get_thread_num(), n = omp_get_num_threads();
-    run_share(c, tiles * k / n, tiles * (k + 1) / n);
+    for (int64_t k = next.fetch_add(chunk); k < tiles; k = next.fetch_add(chunk))
+      run_share(c, k, std::min(tiles, k + chunk));
   }
 }
 

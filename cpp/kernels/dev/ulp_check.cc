@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <vector>
 using namespace minpy_kernels::vm;
@@ -36,7 +37,9 @@ int main(int argc,char**argv){
   void (*fs[])(const float*,float*,long)={f_exp,f_log,f_tanh,f_sig,f_sr};
   double (*rs[])(double)={r_exp,r_log,r_tanh,r_sig,r_sr};
   const long B=1<<16; std::vector<float> a(B), d(B);
+  const char* only = argc>2? argv[2] : nullptr;  // e.g. "tanh": check one function
   for(int k=0;k<5;++k){
+    if (only && strcmp(only, names[k])) continue;
     double maxe=0; float worst=0; long cnt=0, over1=0;
     unsigned long u=0;
     while(u < (1ul<<32)){
