@@ -293,9 +293,12 @@ def main(argv=None):
     def on_signal(signum, _frame):
         job.stop()
         sys.exit(128 + signum)
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    result = job.wait(timeout=args.timeout)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = job.wait(timeout=args.timeout)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if result.error:
         sys.stderr.write("minpy_jit.launcher: %s\n" % result.error)
     return result.returncode

@@ -195,3 +195,16 @@ def test_launcher_over_ssh_runs_the_command_on_the_hosts(tmp_path):
     assert r.lines("server 0") == ["on node-a", "server 10.0.0.1"]
     assert r.lines("worker 0") == ["on node-b", "worker 10.0.0.1"]
     assert r.lines("worker 1") == ["on node-a", "worker 10.0.0.1"]
+
+
+def test_launcher_command_line(capsys):
+    """`python -m minpy_jit.launcher -n 1 -s 1 [--env K=V] -- cmd`: exit status 0 when the workers
+    succeed, 1 with the message on stderr when one fails."""
+    ok = [sys.executable, "-c", "import os; print(os.environ['DMLC_ROLE'], os.environ['GREETING'])"]
+    assert launcher.main(["-n", "1", "-s", "1", "--timeout", "60", "--env", "GREETING=hi", "--"] + ok) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert sorted(out) == ["[scheduler] scheduler hi", "[server 0] server hi", "[worker 0] worker hi"]
+    fail = [sys.executable, "-c", "import os, sys; sys.exit(3 if os.environ['DMLC_ROLE'] == 'worker' else 0)"]
+    assert launcher.main(["-n", "1", "-s", "1", "--timeout", "60"] + fail) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("minpy_jit.launcher: worker 0 (pid ") and ") exited with status 3;" in err, err
