@@ -69,6 +69,7 @@ def main():
         # servers another worker's first gradients can reach a server first and be taken for
         # the initial value (seen eagerly in 4 of 5 runs). Initialising up front and waiting
         # for the push before the barrier avoids it.
+        trainer._check_and_rescale_grad(trainer._scale / BATCH)  # what step(BATCH) sets before it
         trainer._init_kvstore()
         trainer._init_params()
         nd.waitall()

@@ -94,12 +94,12 @@ def test_dist_sync_update_on_workers_two_servers(tmp_path):
             np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
 
 
-def test_dist_async_two_workers_invariant(tmp_path):
-    """dist_async applies each push when it arrives, so the result depends on timing. With
+def test_dist_async_two_workers_two_servers_invariant(tmp_path):
+    """dist_async (two servers) applies each push when it arrives, so the result depends on timing. With
     plain SGD what must hold is: final weights = initial weights - lr * rescale * (sum of
     every gradient either worker pushed), and both workers read the same final weights."""
     steps = 4
-    workers = _run(tmp_path, "--kvstore", "dist_async", "--steps", str(steps))
+    workers = _run(tmp_path, "--kvstore", "dist_async", "--steps", str(steps), "--init-barrier", servers=2)
     init = [p.data().asnumpy() for p in dist_worker.make_net(mx.cpu()).collect_params().values()]
     n = len(init)
     pushed = [a + b for a, b in zip(_arrays(workers[0], n, n), _arrays(workers[1], n, n))]
