@@ -171,7 +171,8 @@ def test_launcher_sets_the_variables_ps_lite_reads(tmp_path):
     script = ("import os; print(' '.join('%s=%s' % (k, os.environ.get(k)) for k in "
               "['DMLC_ROLE', 'DMLC_TASK_ID', 'DMLC_PS_ROOT_URI', 'DMLC_INTERFACE', 'DMLC_NUM_WORKER', "
               "'DMLC_NUM_SERVER']))")
-    r = launcher.run([sys.executable, "-c", script], num_workers=2, num_servers=2, timeout=60, capture=True)
+    r = launcher.run([sys.executable, "-c", script], num_workers=2, num_servers=2, timeout=60, capture=True,
+                     scheduler_runs_command=True)
     assert r.error is None
     assert r.lines("server 1") == ["DMLC_ROLE=server DMLC_TASK_ID=1 DMLC_PS_ROOT_URI=127.0.0.1 DMLC_INTERFACE=lo "
                                    "DMLC_NUM_WORKER=2 DMLC_NUM_SERVER=2"]
@@ -189,7 +190,8 @@ def test_launcher_over_ssh_runs_the_command_on_the_hosts(tmp_path):
     hosts.write_text("# two machines\nnode-a\n\nnode-b  # the second\n")
     script = "import os; print(os.environ['DMLC_ROLE'], os.environ['DMLC_PS_ROOT_URI'])"
     r = launcher.run([sys.executable, "-c", script], num_workers=2, num_servers=1, timeout=60, capture=True,
-                     hosts=launcher.read_hosts(str(hosts)), root_uri="10.0.0.1", ssh=[str(fake_ssh)])
+                     hosts=launcher.read_hosts(str(hosts)), root_uri="10.0.0.1", ssh=[str(fake_ssh)],
+                     scheduler_runs_command=True)
     assert r.error is None
     assert r.lines("scheduler") == ["scheduler 10.0.0.1"]  # the scheduler runs here
     assert r.lines("server 0") == ["on node-a", "server 10.0.0.1"]
@@ -201,7 +203,8 @@ def test_launcher_command_line(capsys):
     """`python -m minpy_jit.launcher -n 1 -s 1 [--env K=V] -- cmd`: exit status 0 when the workers
     succeed, 1 with the message on stderr when one fails."""
     ok = [sys.executable, "-c", "import os; print(os.environ['DMLC_ROLE'], os.environ['GREETING'])"]
-    assert launcher.main(["-n", "1", "-s", "1", "--timeout", "60", "--env", "GREETING=hi", "--"] + ok) == 0
+    assert launcher.main(["-n", "1", "-s", "1", "--timeout", "60", "--env", "GREETING=hi",
+                          "--scheduler-runs-command", "--"] + ok) == 0
     out = capsys.readouterr().out.splitlines()
     assert sorted(out) == ["[scheduler] scheduler hi", "[server 0] server hi", "[worker 0] worker hi"]
     fail = [sys.executable, "-c", "import os, sys; sys.exit(3 if os.environ['DMLC_ROLE'] == 'worker' else 0)"]
