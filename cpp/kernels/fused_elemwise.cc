@@ -462,6 +462,10 @@ class FusedState : public CustomStatefulOp {
   }
 
   // inputs: [output gradients, forward inputs, forward outputs]; outputs: input gradients.
+  // lib_api.h passes no write/add request: a gradient is always written, never added. The
+  // runtime's graphs read a graph input that only this op reads through _copy (graph.cc),
+  // whose backward honours grad_req='add'; a direct call of the op under autograd on an
+  // array with grad_req='add' would overwrite its gradient.
   MXReturnValue Backward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
                          const OpResource&) override {
     std::call_once(grad_once_, [this] {
