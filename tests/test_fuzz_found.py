@@ -159,3 +159,53 @@ def test_multi_sgd_update_rounds_as_mxnet_kernel():
                     assert_same(res.eager, res.jitted, rtol=0)
     finally:
         minpy_jit.config(fuse=previous)
+
+
+def test_independent_computations_under_record_are_separate_autograd_nodes():
+    """Fuzz seeds 1040, 1087. Under record(), two computations that share no intermediate value
+    are separate parts of eager's autograd graph: a backward from one neither touches the
+    other's gradient buffers nor clears its history. jit() ran them as one graph (one autograd
+    node): the first backward wrote zeros into the other net's gradients, and the second
+    backward failed ("not in a computational graph")."""
+    from mxnet import gluon
+
+    def prog(x1, x2):
+        mx.random.seed(3)
+        n1 = gluon.nn.Dense(3, in_units=4)
+        n2 = gluon.nn.Dense(2, in_units=4)
+        n1.initialize()
+        n2.initialize()
+        events, seen = [], []
+        with autograd.record():
+            l2 = n2(x2).sum()
+        l2.backward()
+        with autograd.record():
+            l1 = (n1(x1) * x1[:, :3]).sum()
+            l3 = n2(x2).sum() * 3
+        caught(events, l1.backward)
+        seen.append(n2.weight.grad().copy())  # still l2's gradient in eager MXNet
+        caught(events, l3.backward)
+        return events, seen, [p.grad() for p in list(n1.collect_params().values()) + list(n2.collect_params().values())]
+    res = run_both(prog, nd.array(rand(2, 4, seed=15)), nd.array(rand(2, 4, seed=16)))
+    assert res.eager[0] == ["ok", "ok"]
+    assert_same(res.eager, res.jitted)
+    assert res.stats["independent_parts"] >= 2, res.stats
+
+
+def test_batchnorm_running_statistics_untouched_by_an_unrelated_backward():
+    """Fuzz seed 1040: MXNet's BatchNorm updates its running statistics in its backward, which
+    eager runs only if the head depends on it. jit() ran BatchNorm and an unrelated `sin` as
+    one graph, so `backward` from the sin's result updated the running mean."""
+    from mxnet import gluon
+
+    def prog(x, w):
+        grad_leaf(w)
+        bn = gluon.nn.BatchNorm(in_channels=2)
+        bn.initialize(mx.init.Uniform(0.5))
+        with autograd.record():
+            y = bn(x)
+            s = nd.sin(w)
+        s.backward()
+        return y, w.grad, [p.data() for p in bn.collect_params().values()]
+    res = run_both(prog, nd.array(rand(3, 2, 4, seed=17)), nd.array(rand(5, seed=18)))
+    assert_same(res.eager, res.jitted)

@@ -171,6 +171,7 @@ py::dict stats_dict() {
   d["executions"] = s.executions;
   d["eager_replays"] = s.eager_replays;
   d["background_launches"] = s.background_launches;
+  d["independent_parts"] = s.independent_parts;
   d["fallbacks"] = py::cast(s.fallbacks);
   d["fallback_reasons"] = py::cast(s.fallback_reasons);
   d["shape_inferences"] = R->sigs.inferences;

@@ -7,6 +7,7 @@
 #include "explain.h"
 #include "launch.h"
 #include "mxapi.h"
+#include "parts.h"
 #include "runtime.h"
 
 namespace minpy {
@@ -173,10 +174,9 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
 
 // A miss: lower and build the graph, cache it (or an eager-only entry if MXNet refuses
 // it), count it against the scope's recompile limit, and log it if asked.
-std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const std::vector<OutputSpec>& outputs,
+std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, const std::vector<OutputSpec>& outputs,
                                             const Key128& key, const std::string& cause, const std::string& where,
                                             FlushEvent* ev) {
-  const Trace& t = ts.trace;
   const std::string site = ts.sites.empty() ? "" : ts.sites.back();
   ++R->stats.cache_misses;
   ev->miss_reason = nearest_difference(t, outputs, R->cache.entries(), [](int loc) { return R->sources.str(loc); });
@@ -260,21 +260,13 @@ void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const 
   ++exe->runs;
 }
 
-void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
-  Trace& t = ts.trace;
-  if (ts.flushing) return;
-  ts.segment_anchor = 0;  // a segment cut sets it again once this returns
-  if (t.nodes.empty()) {
-    release_trace(t);
-    return;
-  }
+// Runs one trace (the thread's, or a part of it): outputs, cache lookup or compile, execution.
+void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::string& where, bool force_eager) {
   ++ts.flush_ordinal;
-  FlushingGuard guard(ts);
   FlushEvent ev;
   ev.cause = cause;
   ev.where = where;
   ev.nodes = static_cast<int>(t.nodes.size());
-  ++R->stats.flushes[cause];
 
   std::vector<NDArrayHandle> temps;
   std::vector<OutputSpec> outputs = collect_outputs(t, &temps);
@@ -282,14 +274,12 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     auto it = t.slots.find(o.handle);
     if (it != t.slots.end()) it->second.written = true;
   }
-  struct Cleanup {  // whatever happens below, the trace is released
-    ThreadState& ts;
+  struct Cleanup {  // whatever happens below, the temporaries are freed
     std::vector<NDArrayHandle>& temps;
     ~Cleanup() {
       for (auto h : temps) MXNDArrayFree(h);
-      release_trace(ts.trace);
     }
-  } cleanup{ts, temps};
+  } cleanup{temps};
   if (outputs.empty()) {  // every result is dead and nothing has effects: nothing observable to run
     ev.miss_reason = "nothing live: the recorded ops were dropped";
     R->stats.add_event(std::move(ev));
@@ -323,7 +313,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     } else if (exe) {
       ev.miss_reason = "known to run eagerly: " + exe->ir;
     } else {
-      exe = compile_and_cache(ts, outputs, key, cause, where, &ev);
+      exe = compile_and_cache(ts, t, outputs, key, cause, where, &ev);
     }
   }
   ev.eager = true;
@@ -360,6 +350,35 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     log_line("minpy_jit: flush " + cause + " at " + where + ": " + std::to_string(ev.nodes) + " ops, " +
              (ev.eager ? "eager" : ev.hit ? "cache hit " + ev.key : "compiled " + ev.key));
   R->stats.add_event(std::move(ev));
+}
+
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  Trace& t = ts.trace;
+  if (ts.flushing) return;
+  ts.segment_anchor = 0;  // a segment cut sets it again once this returns
+  if (t.nodes.empty()) {
+    release_trace(t);
+    return;
+  }
+  FlushingGuard guard(ts);
+  ++R->stats.flushes[cause];
+  struct Release {  // whatever happens below, the trace is released
+    Trace& t;
+    ~Release() { release_trace(t); }
+  } release{t};
+  // Under autograd, independent computations are separate graphs (parts.cc).
+  std::vector<Trace> parts;
+  if (t.recording) parts = independent_parts(t);
+  if (parts.empty()) {
+    run_trace(ts, t, cause, where, force_eager);
+    return;
+  }
+  R->stats.independent_parts += parts.size();
+  for (Trace& part : parts) {
+    run_trace(ts, part, cause, where, force_eager);
+    for (const auto& kv : part.slots)  // never recycled into the pool (see release_trace)
+      if (kv.second.written) t.slots.at(kv.first).written = true;
+  }
 }
 
 void flush_all(const std::string& cause, bool force_eager) {

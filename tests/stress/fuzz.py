@@ -221,6 +221,7 @@ def worker(args):
     sys.stdout = sys.stderr  # programs and MXNet print; the protocol keeps stdout
     i, n = args.shard
     known_counts = collections.Counter()
+    signatures = collections.Counter()
     for k in range(args.from_k, args.to_k):
         seed = args.start + i + k * n
         out.write(json.dumps({"event": "start", "k": k, "seed": seed}) + "\n")
@@ -232,14 +233,11 @@ def worker(args):
             rec["exact"] = prog.exact
             diff, eager = check(prog)
             rec["eager_raised"] = _eager_exceptions(eager)
-            if diff is not None and kind_of(diff) == "inexact" and not args.no_inexact_check:
-                # not bit-exact: confirm the eager kernels are deterministic before blaming jit()
-                diff2, eager2 = check(prog)
-                if diff2 is None:
-                    diff = None
-                    rec["flaky"] = True
+            if diff is not None and not eager_deterministic(prog, eager):
+                diff = None  # MXNet itself gives another result each time: not jit()'s doing
+                rec["flaky"] = True
             if diff is not None:
-                rec.update(_handle_mismatch(args, prog, diff, known_counts))
+                rec.update(_handle_mismatch(args, prog, diff, known_counts, signatures))
         except Exception:  # noqa: BLE001 - a harness error is reported, not fatal
             rec["harness_error"] = traceback.format_exc()[-2000:]
         out.write(json.dumps(rec) + "\n")
@@ -266,7 +264,28 @@ def _eager_exceptions(eager):
     return names
 
 
-def _handle_mismatch(args, prog, diff, known_counts):
+def eager_deterministic(prog, eager):
+    """Whether a second eager run observes exactly what the first did."""
+    h = harness()
+    again = h.run(compile_program(prog), prog.seed, use_jit=False)
+    return h.first_difference(eager, again, exact=True) is None
+
+
+def essential_families(prog, kind):
+    """The statement families without which the mismatch goes away: a cheap signature that
+    groups repeats of one bug before any shrinking."""
+    out = []
+    for fam in sorted(prog.families() - {"input"}):
+        try:
+            d, eager = check(_without_families(prog, {fam}))
+        except Exception:  # noqa: BLE001
+            continue
+        if kind_of(d) != kind or _mentions_name_error(eager):
+            out.append(fam)
+    return out
+
+
+def _handle_mismatch(args, prog, diff, known_counts, signatures):
     """Shrinks a mismatch and writes its reproducer; returns the record's fields."""
     kind = kind_of(diff)
     fams = prog.families()
@@ -290,6 +309,10 @@ def _handle_mismatch(args, prog, diff, known_counts):
                 return rec
         else:
             prog = stripped
+    rec["signature"] = "%s: %s" % (kind, "+".join(essential_families(prog, kind)))
+    signatures[rec["signature"]] += 1
+    if signatures[rec["signature"]] > args.repros_per_signature:
+        return rec
     small = shrink(prog, kind, budget_s=args.shrink_s)
     d3, _ = check(small)
     if d3 is None:  # the shrunk program depends on state left by earlier programs
@@ -345,9 +368,8 @@ def save_progress(path, p):
 def start_worker(args, from_k, to_k):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--shard", "%d/%d" % args.shard,
            "--start", str(args.start), "--from-k", str(from_k), "--to-k", str(to_k), "--out", args.out,
-           "--shrink-s", str(args.shrink_s), "--known-repros", str(args.known_repros)]
-    if args.no_inexact_check:
-        cmd.append("--no-inexact-check")
+           "--shrink-s", str(args.shrink_s), "--known-repros", str(args.known_repros),
+           "--repros-per-signature", str(args.repros_per_signature)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if not args.verbose else None,
                             text=True, bufsize=1)
 
@@ -419,7 +441,7 @@ def _account(p, ev, args):
         print("HARNESS ERROR at seed %d:\n%s" % (ev["seed"], ev["harness_error"]), flush=True)
     if "mismatch" in ev:
         m = {k: ev.get(k) for k in ("seed", "mismatch", "kind", "size", "known_area", "shrunk_size",
-                                    "shrunk_families", "shrunk_mismatch", "reproducer")}
+                                    "shrunk_families", "shrunk_mismatch", "reproducer", "signature")}
         if ev.get("known_area"):
             p["known_area"][ev["known_area"]] = p["known_area"].get(ev["known_area"], 0) + 1
         if m["reproducer"]:
@@ -442,11 +464,17 @@ def summary(p):
           "non-deterministic eager %d" % (len(p["mismatches"]), len(p["mismatches"]) - len(own),
                                           json.dumps(p["known_area"], sort_keys=True), len(p["crashes"]),
                                           len(p["hangs"]), len(p["harness_errors"]), p["flaky"]))
+    groups = collections.OrderedDict()
     for m in p["mismatches"]:
-        if m.get("reproducer"):
-            print("  seed %d %s%s: %s\n    %s (%s statements, standalone: %s)" % (
-                m["seed"], m["kind"], " [%s]" % m["known_area"] if m.get("known_area") else "",
-                m["shrunk_mismatch"], m["reproducer"], m["shrunk_size"], m.get("standalone")))
+        groups.setdefault(m.get("known_area") or m.get("signature") or m["kind"], []).append(m)
+    for sig, ms in groups.items():
+        print("  %dx %s (seeds %s%s)" % (len(ms), sig, ", ".join(str(m["seed"]) for m in ms[:8]),
+                                        ", ..." if len(ms) > 8 else ""))
+        for m in ms:
+            if m.get("reproducer"):
+                print("      %s (%s statements, standalone: %s): %s" % (
+                    m["reproducer"], m["shrunk_size"], m.get("standalone"),
+                    (m["shrunk_mismatch"] or "")[:300].replace("\n", " ")))
     for c in p["crashes"]:
         print("  CRASH seed %d exit %d" % (c["seed"], c["returncode"]))
     for hg in p["hangs"]:
@@ -475,8 +503,9 @@ def main():
     ap.add_argument("--shrink-s", type=float, default=300, help="time budget for shrinking one mismatch")
     ap.add_argument("--known-repros", type=int, default=3,
                     help="reproducers written per area of issue 10's other items (the rest are counted)")
+    ap.add_argument("--repros-per-signature", type=int, default=2,
+                    help="reproducers written per mismatch signature (kind + families it needs)")
     ap.add_argument("--restart-every", type=int, default=25000, help="programs per worker process")
-    ap.add_argument("--no-inexact-check", action="store_true")
     ap.add_argument("--verbose", action="store_true", help="show the worker's stderr")
     ap.add_argument("--show", type=int, metavar="SEED", help="print the program of SEED and exit")
     ap.add_argument("--check", type=int, metavar="SEED", help="run SEED in this process and print the result")

@@ -219,9 +219,11 @@ class Gen:
             (3, self.f_concat), (3, self.f_split), (3, self.f_random), (3, self.f_optimizer), (3, self.f_gluon),
             (2, self.f_trainer), (8, self.f_inplace), (5, self.f_autograd), (5, self.f_chain), (6, self.f_read),
             (2, self.f_meta), (3, self.f_flush), (2, self.f_nested), (3, self.f_loop), (2, self.f_raise),
-            (1, self.f_runtime_fail), (1, self.f_shape_error), (1, self.f_custom), (1, self.f_kvstore),
-            (1, self.f_allclose), (1, self.f_sparse), (2, self.f_cast), (3, self.f_create), (1, self.f_pinned),
-            (2, self.f_del),
+            (1, self.f_shape_error), (2, self.f_cast), (3, self.f_create), (2, self.f_del),
+            # the areas of issue 10's items 1-4 (run-time failures, callbacks, late-typed results,
+            # sparse storage): about one program in ten uses one of them
+            (0.15, self.f_runtime_fail), (0.15, self.f_custom), (0.15, self.f_kvstore), (0.15, self.f_allclose),
+            (0.15, self.f_sparse), (0.15, self.f_pinned),
         ]
         return f
 

@@ -1,0 +1,127 @@
+// A recorded segment (autograd.record()) as independent parts, each run as its own graph.
+//
+// Eager MXNet records every op as its own node of the autograd graph, and a backward visits
+// only the nodes its head depends on. A recorded segment run as one CachedOp is one node: a
+// backward from any of its outputs would run the backward of every op in it (BatchNorm
+// updates its running statistics there; gradient buffers of unrelated variables are written
+// with zeros) and, without retain_graph, clear all of it, so that a second backward from an
+// independent result fails ("not in a computational graph": two losses, two backward calls).
+// So the segment runs as one graph per independent computation: nodes connected by the values
+// they pass each other. Arrays read from outside do not connect them, as a variable read by
+// two computations does not join them in MXNet's graph. Nodes that must keep their order stay
+// together: those touching an array some node updates in place (BatchNorm's running
+// statistics), and random draws, whose program order the parts keep.
+#include "parts.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+
+namespace minpy {
+
+namespace {
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  bool unite(int a, int b) {
+    a = find(a), b = find(b);
+    if (a == b) return false;
+    parent[std::max(a, b)] = std::min(a, b);  // the root is the part's first node
+    return true;
+  }
+};
+
+// Node ids of each part, parts in the order of their first node.
+std::vector<std::vector<int>> group_nodes(const Trace& t) {
+  const int n = static_cast<int>(t.nodes.size());
+  UnionFind uf(n);
+  std::unordered_map<int, int> toucher;  // external value updated in place -> a node touching it
+  std::vector<char> updated(t.values.size(), 0);
+  for (const Node& node : t.nodes)
+    for (int v : node.mutated) updated[v] = 1;
+  for (int i = 0; i < n; ++i)
+    for (int v : t.nodes[i].in) {
+      if (t.values[v].node >= 0) {
+        uf.unite(i, t.values[v].node);
+      } else if (updated[v]) {
+        auto it = toucher.emplace(v, i).first;
+        uf.unite(i, it->second);
+      }
+    }
+  // Random draws keep their program order: running parts by first node must not reorder them.
+  for (bool changed = true; changed;) {
+    changed = false;
+    int last = -1, last_node = -1;
+    for (int i = 0; i < n && !changed; ++i) {
+      if (!t.nodes[i].op->effectful) continue;
+      int root = uf.find(i);
+      if (root < last) changed = uf.unite(i, last_node);
+      last = std::max(last, root);
+      last_node = i;
+    }
+  }
+  std::vector<std::vector<int>> parts;
+  std::unordered_map<int, size_t> index_of_root;
+  for (int i = 0; i < n; ++i) {
+    auto it = index_of_root.emplace(uf.find(i), parts.size()).first;
+    if (it->second == parts.size()) parts.emplace_back();
+    parts[it->second].push_back(i);
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::vector<Trace> independent_parts(const Trace& t) {
+  std::vector<std::vector<int>> groups = group_nodes(t);
+  std::vector<Trace> parts;
+  if (groups.size() <= 1) return parts;
+  std::vector<int> part_of_value(t.values.size(), -1);
+  for (size_t p = 0; p < groups.size(); ++p)
+    for (int i : groups[p])
+      for (int v : t.nodes[i].out) part_of_value[v] = static_cast<int>(p);
+  parts.resize(groups.size());
+  std::vector<std::unordered_map<int, int>> value_map(groups.size());  // value in t -> value in the part
+  for (size_t p = 0; p < groups.size(); ++p) {
+    Trace& part = parts[p];
+    auto& vmap = value_map[p];
+    part.start(t.recording, t.training, t.np_shape);
+    for (int i : groups[p]) {
+      const Node& node = t.nodes[i];
+      std::vector<int> in;
+      for (int v : node.in) {
+        const Value& val = t.values[v];
+        in.push_back(val.node >= 0 ? vmap.at(v) : part.value_of(val.ext, &val.aval, nullptr));
+        if (val.node < 0) vmap[v] = in.back();
+      }
+      std::vector<AVal> outs;
+      for (int v : node.out) outs.push_back(t.values[v].aval);
+      std::vector<int> mutated;  // as positions in `in`
+      for (int v : node.mutated)
+        mutated.push_back(static_cast<int>(std::find(node.in.begin(), node.in.end(), v) - node.in.begin()));
+      std::vector<Attr> attrs = node.attrs;
+      const uint64_t attr_hash = hash_attrs(attrs);
+      const int first = part.add_node(node.op, std::move(attrs), attr_hash, in, outs, mutated, node.loc);
+      part.nodes.back().targets = node.targets;
+      for (size_t k = 0; k < node.out.size(); ++k) vmap[node.out[k]] = first + static_cast<int>(k);
+    }
+  }
+  // Arrays holding a result: in the part that computes it (the parent trace keeps the references).
+  for (const auto& kv : t.slots) {
+    const Slot& s = kv.second;
+    const int p = part_of_value[s.value];
+    if (p < 0) continue;
+    const auto& vmap = value_map[p];
+    auto ext = s.ext_value >= 0 ? vmap.find(s.ext_value) : vmap.end();
+    parts[p].slots[kv.first] = Slot{vmap.at(s.value), ext == vmap.end() ? -1 : ext->second, s.owner, s.ours, false,
+                                    s.in_graph};
+  }
+  return parts;
+}
+
+}  // namespace minpy
