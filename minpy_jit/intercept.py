@@ -13,7 +13,9 @@ recorded as one kernel call):
    proxy. Each C API function that could read or write array data -- which is
    every function not on a short list of metadata queries -- first flushes
    pending work. So an access path nobody anticipated (a new NDArray method,
-   library code calling the C API) costs a flush, never a wrong value.
+   library code calling the C API) costs a flush, never a wrong value. The
+   guard also knows when MXNet calls Python back from inside such a call (a
+   kvstore updater, a CustomOp): ops there run eagerly (callbacks.cc).
 """
 import ctypes
 import os
@@ -112,24 +114,10 @@ class _GuardedLib:
 
 
 def _guard(fn, cause):
-    pending, flush = _core.pending, _core.flush
-    if cause == "backward":
-        def guarded_backward(*args):
-            if pending():
-                # create_graph (argument 6 of MXAutogradBackwardEx): CachedOp has no higher-order
-                # gradients, so the pending ops are replayed eagerly, each on the autograd tape.
-                higher = len(args) > 6 and getattr(args[6], "value", args[6])
-                flush("backward (create_graph): eager replay" if higher else cause, eager=bool(higher))
-            return fn(*args)
-        return guarded_backward
-
-    def guarded(*args):
-        if pending():
-            flush(cause)
-        return fn(*args)
-
-    guarded.__name__ = getattr(fn, "__name__", cause)
-    return guarded
+    # In C++ (callbacks.cc): flushes what the call may see, and marks the thread as inside
+    # MXNet while fn runs, so that ops of a Python callback MXNet makes meanwhile (a kvstore
+    # updater, a CustomOp) run eagerly instead of being recorded.
+    return _core.guard(fn, cause, backward=(cause == "backward"))
 
 
 def _counted_kvstore_call(guarded, kind, pushed_at, pulled_at):
@@ -217,7 +205,8 @@ def _init():
     except ImportError:  # pragma: no cover - mxnet built without numpy front end
         np_ndarray = NDArray
     from .errors import OpInputError
-    _core.install(_REAL_INVOKE, NDArray, np_ndarray, ctypes.c_void_p, OpInputError, _library_dirs())
+    _core.install(_REAL_INVOKE, NDArray, np_ndarray, ctypes.c_void_p, OpInputError, _library_dirs(),
+                  os.path.dirname(os.path.abspath(mxnet.__file__)) + os.sep)
 
 
 _init()

@@ -7,6 +7,9 @@
 
 namespace minpy {
 
+// MXNet's device types (Context::DeviceType).
+enum DevType { kCPU = 1, kGPU = 2, kCPUPinned = 3, kCPUShared = 5 };
+
 struct AVal {
   static constexpr int kMaxDim = 8;
   int ndim = 0;

@@ -71,7 +71,7 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   const int state = h ? PyObject_IsTrue(argv[1]) : -1;
   if (state < 0) return nullptr;
   try {
-    if (R->pending && !me().busy) flush_all("MXNDArraySetGradState");
+    if (R->pending || launches_in_flight()) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -251,13 +251,14 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "minpy_jit core: op recording, graph lowering, executor cache";
   R = new Runtime();  // lives for the process: MXNet handles must not be freed at interpreter teardown
   m.def("install", [](py::object orig, py::object cls, py::object np_cls, py::object void_p, py::object err,
-                      std::vector<std::string> lib_dirs) {
+                      std::vector<std::string> lib_dirs, std::string mxnet_dir) {
     R->orig_invoke = orig;
     R->ndarray_cls = cls;
     R->np_ndarray_cls = np_cls;
     R->void_p = void_p;
     R->error_cls = err;
     R->sources.set_library_dirs(lib_dirs);
+    R->mxnet_dir = mxnet_dir;
     py::object base = cls.attr("__mro__")[py::int_(-2)];  // NDArrayBase (before object)
     py::object desc = base.attr("__dict__")["handle"];
     if (Py_TYPE(desc.ptr()) == &PyMemberDescr_Type) {
@@ -278,6 +279,9 @@ PYBIND11_MODULE(_core, m) {
     return py::reinterpret_steal<py::object>(
         PyCFunction_New(numpy_op ? &verify_np_def : &verify_legacy_def, mxnet_check.ptr()));
   }, "MXNet's per-op argument check `mxnet_check` as a builtin that only calls it on a bad argument.");
+  m.def("guard", &make_guard, py::arg("fn"), py::arg("cause"), py::arg("backward") = false,
+        "fn (an MXNet C API function) behind a guard: pending work it may see runs first; Python "
+        "that MXNet calls back while fn runs is not recorded.");
   m.def("enter", &enter);
   m.def("exit", &exit_scope);
   m.def("depth", []() { return me().depth; });

@@ -1,5 +1,7 @@
 #include "executor.h"
 
+#include <Python.h>  // only to release the GIL around a blocking call (dummy_input)
+
 #include <chrono>
 #include <map>
 
@@ -100,7 +102,11 @@ NDArrayHandle dummy_input(int dev_type, int dev_id) {
     a.dev_id = dev_id;
     h = new_lazy_array(a);
     float zero = 0;
-    MX_CALL(MXNDArraySyncCopyFromCPU(h, &zero, 1));
+    // The copy waits for MXNet's engine, whose worker may be calling Python: not with the GIL.
+    PyThreadState* saved = PyEval_SaveThread();
+    int rc = MXNDArraySyncCopyFromCPU(h, &zero, 1);
+    PyEval_RestoreThread(saved);
+    mx_check(rc, "MXNDArraySyncCopyFromCPU (a graph's stand-in input)");
   }
   return h;
 }

@@ -159,7 +159,9 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
     }
     int dev_type = 1, dev_id = 0;
     if (!ins.empty()) {
-      dev_type = ins[0]->dev_type;
+      // MXNet runs an op on its first input's context; pinned and shared host memory do not
+      // propagate (imperative_utils.h GetContext): their results are on cpu(dev_id).
+      dev_type = ins[0]->dev_type == kCPUPinned || ins[0]->dev_type == kCPUShared ? kCPU : ins[0]->dev_type;
       dev_id = ins[0]->dev_id;
     } else {
       parse_ctx_attr(attrs, &dev_type, &dev_id);

@@ -15,6 +15,8 @@ namespace py = pybind11;
 
 namespace {
 
+thread_local bool on_launcher_thread = false;
+
 struct Launcher {
   std::mutex mu;
   std::condition_variable work, done;
@@ -25,6 +27,7 @@ struct Launcher {
   bool started = false;
 
   void loop() {
+    on_launcher_thread = true;
     for (;;) {
       LaunchJob job;
       bool skip;
@@ -86,6 +89,9 @@ void launch_async(LaunchJob&& job) {
 }
 
 void drain_launches(bool report) {
+  // A launch that calls Python back (a CustomOp under NaiveEngine) reaches here on the
+  // launcher thread itself: every earlier job is done, and the current one is ours.
+  if (on_launcher_thread) return;
   Launcher& l = launcher();
   {
     std::lock_guard<std::mutex> lock(l.mu);

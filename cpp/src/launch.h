@@ -30,7 +30,7 @@ struct LaunchJob {
 void launch_async(LaunchJob&& job);
 
 // Waits until every queued job has been launched (releasing the GIL meanwhile), then
-// releases their references. Throws MXError if a launch failed (the jobs queued after a
+// releases their references (on the launcher thread itself: returns at once). Throws MXError if a launch failed (the jobs queued after a
 // failed one are not launched); with report=false the failure is kept for the next drain.
 void drain_launches(bool report = true);
 

@@ -179,7 +179,14 @@ struct TraceEmitter : Emitter {
     if (it != t.constants.end()) return it->second;
     NDArrayHandle h = new_lazy_array(a);
     t.owned.push_back(h);
-    fill_new_array(h, a.dev_type, bits, nbytes, 1);
+    if (a.dev_type == kCPU) {
+      fill_new_array(h, a.dev_type, bits, nbytes, 1);  // a memcpy into the new array
+    } else {
+      // A copy that waits for MXNet's engine, whose worker may be calling Python (a CustomOp's
+      // state being freed): not with the GIL held. The trace is safe meanwhile: ts.busy is set.
+      py::gil_scoped_release nogil;
+      fill_new_array(h, a.dev_type, bits, nbytes, 1);
+    }
     int id = t.value_of(h, &a, nullptr);
     t.constants[k] = id;
     return id;
@@ -403,7 +410,9 @@ std::string str_of(PyObject* v) {
 
 py::object invoke(py::args args) {
   ThreadState& ts = me();
-  if (ts.depth == 0 || ts.flushing || args.size() != 7) return R->orig_invoke(*args);
+  if (args.size() != 7) return R->orig_invoke(*args);
+  if (ts.in_mxnet || ts.flushing) return run_from_callback(ts, args);
+  if (ts.depth == 0) return foreign_thread(ts) ? run_from_callback(ts, args) : R->orig_invoke(*args);
   struct Busy {
     int& b;
     ~Busy() { --b; }
@@ -513,6 +522,11 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   }
   std::vector<const AVal*> in_avals(nin);
   for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
+  // Eager MXNet accepts inputs on different contexts of one device kind (cpu(0), cpu(1),
+  // cpu_pinned(0)); a CachedOp wants all of its inputs on one context.
+  for (Py_ssize_t i = 1; i < nin; ++i)
+    if (in_avals[i]->dev_type != in_avals[0]->dev_type || in_avals[i]->dev_id != in_avals[0]->dev_id)
+      return fallback(args, op, "inputs on different contexts");
 
   // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
   if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {

@@ -39,6 +39,8 @@ struct ThreadState {
   int depth = 0;
   bool flushing = false;
   int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
+  int in_mxnet = 0;  // guarded MXNet C API calls this thread is inside: Python running now is a callback
+  signed char foreign = -1;  // a thread MXNet started (callbacks.cc: foreign_thread); -1 not yet known
   int flush_ordinal = 0;           // flushes so far in the outermost open scope (this one is numbered)
   uint64_t segment_anchor = 0;     // content of the op that ended the last segment, 0 after other flushes
   std::vector<std::string> sites;  // scope entry sites, innermost last
@@ -80,6 +82,7 @@ struct Runtime {
   Config cfg;
   std::vector<ThreadState*> threads, spare_states;
   std::mutex threads_mu;
+  std::string mxnet_dir;  // the mxnet package's directory (how callbacks.cc recognises MXNet's threads)
   std::string kernels;  // path of the kernel library MXNet loaded, "" until then (fusion needs it)
   size_t pending = 0;  // recorded, unflushed ops over all threads
 };
@@ -113,6 +116,16 @@ void flush_all(const std::string& cause, bool force_eager = false);
 
 // record.cc
 uint64_t hash_str(const std::string& s);
+OpInfo& op_info(AtomicSymbolCreator creator);
 PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs);
+
+// callbacks.cc: Python that MXNet calls back (kvstore updaters, CustomOps) runs eagerly.
+bool foreign_thread(ThreadState& ts);  // a thread MXNet started, running a callback
+bool in_callback(ThreadState& ts);     // ... or inside a guarded C API call or its own flush
+py::object run_from_callback(ThreadState& ts, const py::args& args);  // an op called there: eager, counted
+// What must run before an MXNet C API call that sees these arrays: pending work (all of it;
+// in a callback, only the traces holding the arrays) and queued launches.
+void before_mxnet_call(ThreadState& ts, const std::string& cause, const std::vector<NDArrayHandle>& handles);
+py::object make_guard(py::object fn, const std::string& cause, bool backward);  // for intercept.py
 
 }  // namespace minpy

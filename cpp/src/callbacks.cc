@@ -1,0 +1,182 @@
+// Python called back by MXNet, and the guard on MXNet's C API that tells when that happens.
+//
+// MXNet calls Python through ctypes from inside its own C functions: a kvstore's updater runs
+// inside MXKVStorePush/PushPull on the calling thread, a CustomOp's forward and backward run on
+// MXNet's worker threads (on the pushing thread under NaiveEngine). Whatever such a callback
+// raises, ctypes prints and drops, and MXNet reads the callback's results as soon as it
+// returns. So ops called from a callback are never recorded: they run eagerly at once, counted
+// as fallbacks ("inside an MXNet C callback"). A thread is in a callback when it is inside a
+// guarded C API call (the guard below counts them), inside its own flush (a CustomOp under
+// NaiveEngine), or is a thread MXNet started (its outermost Python frame is MXNet's).
+//
+// A callback also never flushes other threads' traces wholesale: their recording threads may
+// be between any two ops, and running their work from inside an MXNet callback nests a graph
+// launch inside MXNet's own execution (seen to deadlock with CustomOps). It flushes only the
+// traces that hold an array the call passes to MXNet, which is what correctness needs.
+#include "launch.h"
+#include "mxapi.h"
+#include "runtime.h"
+
+namespace minpy {
+
+namespace {
+
+const std::string kInCallback = "inside an MXNet C callback";
+
+// ctypes' object header: CDataObject starts with PyObject_HEAD, then the data pointer; b_size
+// follows two fields later (char* b_ptr; int b_needsfree; PyObject* b_base; Py_ssize_t b_size).
+struct CDataHead {
+  PyObject_HEAD
+  char* b_ptr;
+  int b_needsfree;
+  PyObject* b_base;
+  Py_ssize_t b_size;
+};
+
+// The NDArray handles among a C API call's ctypes arguments: single handles (c_void_p) and
+// arrays of them (c_handle_array). Out-parameters (byref) are new arrays: no trace holds them.
+void handles_in(PyObject* const* argv, Py_ssize_t nargs, std::vector<NDArrayHandle>* out) {
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    PyObject* a = argv[i];
+    if (Py_TYPE(a) == HL.void_p) {
+      out->push_back(*reinterpret_cast<void**>(reinterpret_cast<CDataHead*>(a)->b_ptr));
+      continue;
+    }
+    PyObject* elem = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(a)), "_type_");
+    if (!elem) {
+      PyErr_Clear();
+      continue;
+    }
+    const bool handle_array = elem == reinterpret_cast<PyObject*>(HL.void_p) && PySequence_Check(a);
+    Py_DECREF(elem);
+    if (!handle_array) continue;
+    auto* head = reinterpret_cast<CDataHead*>(a);
+    void** items = reinterpret_cast<void**>(head->b_ptr);
+    for (Py_ssize_t k = 0, n = head->b_size / static_cast<Py_ssize_t>(sizeof(void*)); k < n; ++k)
+      if (items[k]) out->push_back(items[k]);
+  }
+}
+
+// Runs the traces (any thread's) that hold one of these arrays, so MXNet sees their values; a
+// trace being recorded or flushed right now is left alone, as flush_all leaves it.
+void flush_holders(const std::vector<NDArrayHandle>& handles, const std::string& cause, bool eager) {
+  if (!handles.empty() && R->pending) {
+    std::vector<ThreadState*> states;
+    {
+      std::lock_guard<std::mutex> lock(R->threads_mu);
+      states = R->threads;
+    }
+    std::string where;
+    for (ThreadState* ts : states) {
+      if (ts->trace.empty() || ts->busy || ts->flushing) continue;
+      for (NDArrayHandle h : handles) {
+        if (!ts->trace.slots.count(h)) continue;
+        if (where.empty()) where = user_site();
+        flush_thread(*ts, cause + " (" + kInCallback + ")", where, eager);
+        break;
+      }
+    }
+  }
+  drain_launches();  // queued launches may write these arrays (a no-op on the launcher thread)
+}
+
+// Turns a C++ exception into the pending Python error.
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+  }
+}
+
+// A guarded C API function: self is (function, cause, is_backward).
+PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) {
+  PyObject* fn = PyTuple_GET_ITEM(self, 0);
+  ThreadState& ts = me();
+  try {
+    if (R->pending || launches_in_flight()) {
+      std::string cause = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1));
+      bool eager = false;
+      if (PyTuple_GET_ITEM(self, 2) == Py_True && nargs > 6) {
+        // MXAutogradBackwardEx's create_graph (argument 6): CachedOp has no higher-order
+        // gradients, so pending ops are replayed eagerly, each on the autograd tape.
+        py::object flag = py::reinterpret_borrow<py::object>(argv[6]);
+        if (py::hasattr(flag, "value")) flag = flag.attr("value");
+        if (PyObject_IsTrue(flag.ptr()) == 1) {
+          eager = true;
+          cause = "backward (create_graph): eager replay";
+        }
+      }
+      if (in_callback(ts)) {
+        std::vector<NDArrayHandle> handles;
+        handles_in(argv, nargs, &handles);
+        flush_holders(handles, cause, eager);
+      } else if (!ts.busy) {
+        flush_all(cause, eager);
+      }
+    }
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+  ++ts.in_mxnet;
+  PyObject* result = PyObject_Vectorcall(fn, argv, static_cast<size_t>(nargs), nullptr);
+  --ts.in_mxnet;
+  return result;
+}
+
+PyMethodDef guarded_def = {"guarded", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(guarded_call)),
+                           METH_FASTCALL, "An MXNet C API function that first flushes the pending work it may see."};
+
+}  // namespace
+
+bool foreign_thread(ThreadState& ts) {
+  if (ts.foreign < 0) {
+    // The outermost Python frame of a thread MXNet started is the callback MXNet called
+    // (mxnet/operator.py for CustomOps); Python's own threads start in threading.py or __main__.
+    bool mxnet_entry = false;
+    PyFrameObject* frame = PyEval_GetFrame();
+    Py_XINCREF(frame);
+    while (frame) {
+      PyFrameObject* back = PyFrame_GetBack(frame);
+      if (!back) {
+        PyCodeObject* code = PyFrame_GetCode(frame);
+        PyObject* file = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+        const char* f = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : nullptr;
+        mxnet_entry = f && !R->mxnet_dir.empty() && std::string(f).rfind(R->mxnet_dir, 0) == 0;
+        if (!file) PyErr_Clear();
+        Py_XDECREF(file);
+        Py_DECREF(code);
+      }
+      Py_DECREF(frame);
+      frame = back;
+    }
+    ts.foreign = mxnet_entry ? 1 : 0;
+  }
+  return ts.foreign == 1;
+}
+
+bool in_callback(ThreadState& ts) { return ts.in_mxnet > 0 || ts.flushing || foreign_thread(ts); }
+
+void before_mxnet_call(ThreadState& ts, const std::string& cause, const std::vector<NDArrayHandle>& handles) {
+  if (in_callback(ts)) flush_holders(handles, cause, false);
+  else if (!ts.busy) flush_all(cause);
+}
+
+py::object run_from_callback(ThreadState& ts, const py::args& args) {
+  if (ts.depth > 0 || ts.foreign == 1) {  // a thread with no scope of its own never records: no fallback
+    OpInfo& op = op_info(reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr())));
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": " + kInCallback];
+  }
+  return R->orig_invoke(*args);  // its C API call is guarded: the traces holding its arrays run first
+}
+
+py::object make_guard(py::object fn, const std::string& cause, bool backward) {
+  py::tuple self = py::make_tuple(fn, py::str(cause), py::bool_(backward));
+  return py::reinterpret_steal<py::object>(PyCFunction_New(&guarded_def, self.ptr()));
+}
+
+}  // namespace minpy
