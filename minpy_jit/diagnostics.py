@@ -89,5 +89,16 @@ def print_stats(file=None):
     print(json.dumps(stats(), indent=2, sort_keys=True), file=file or sys.stdout)
 
 
+def _cell_name(filename):
+    """A notebook cell's name ("In[4]") for the file name IPython compiled it under, or None."""
+    if filename.startswith("<ipython-input-"):  # older IPython: <ipython-input-4-1f2e3d...>
+        return "In[%s]" % filename.split("-")[2]
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    number = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(filename)
+    return None if number is None else "In[%d]" % number
+
+
 _core.set_log(_log)
+_core.set_cell_namer(_cell_name)
 set_log(os.environ.get("MINPY_JIT_LOG", ""))

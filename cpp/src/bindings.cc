@@ -271,6 +271,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.def("set_log", [](py::object fn) { R->log_fn = fn; });
+  m.def("set_cell_namer", [](py::object fn) { R->sources.set_namer(fn.ptr()); });
   m.add_object("invoke", py::reinterpret_steal<py::object>(PyCFunction_New(&invoke_def, nullptr)));
   m.add_object("device_of", py::reinterpret_steal<py::object>(PyCFunction_New(&device_of_def, nullptr)));
   for (PyMethodDef* def : {&dtype_id_def, &stype_id_def, &grad_state_def, &set_grad_state_def})
