@@ -27,14 +27,9 @@ OPTIMIZERS = [
 ]
 OPT_IDS = ["sgd", "momentum", "adam"]
 
-# The kvstore runs the optimizer from a C callback when it updates (update_on_kvstore, the
-# Trainer's default for 'local' and 'device'); until ops inside such callbacks run eagerly
-# (issue 10, item 2) the update is lost under jit() and these cases fail.
-CALLBACK_UPDATE = pytest.mark.xfail(strict=True, reason="issue 10 item 2: optimizer run from the kvstore's C callback")
-
 # (kvstore, update_on_kvstore): None lets the Trainer choose (True for 'local' and 'device').
-KVSTORES = [(None, None), pytest.param("local", None, marks=CALLBACK_UPDATE), ("local", False),
-            pytest.param("device", None, marks=CALLBACK_UPDATE), ("device", False)]
+KVSTORES = [(None, None), ("local", None), ("local", False),
+            ("device", None), ("device", False)]
 KV_IDS = ["no-kvstore", "local", "local-update-here", "device", "device-update-here"]
 
 
@@ -110,7 +105,7 @@ def test_two_contexts_allreduce_grads_then_update(opt, kw, kvstore):
     _check(lambda use_jit: _train(use_jit, opt, kw, kvstore, False, split=True))
 
 
-@pytest.mark.parametrize("kvstore,update_on_kvstore", [pytest.param("device", None, marks=CALLBACK_UPDATE),
+@pytest.mark.parametrize("kvstore,update_on_kvstore", [("device", None),
                                                         ("local", False)], ids=["device", "local-update-here"])
 def test_two_contexts_set_learning_rate(kvstore, update_on_kvstore):
     def lower_lr(i, net, trainer):
@@ -120,7 +115,7 @@ def test_two_contexts_set_learning_rate(kvstore, update_on_kvstore):
                                   update_on_kvstore, steps=4, between=lower_lr))
 
 
-@pytest.mark.parametrize("kvstore,update_on_kvstore", [pytest.param("device", None, marks=CALLBACK_UPDATE),
+@pytest.mark.parametrize("kvstore,update_on_kvstore", [("device", None),
                                                         ("local", False), (None, None)],
                          ids=["device", "local-update-here", "no-kvstore"])
 def test_two_contexts_save_states_load_states(tmp_path, kvstore, update_on_kvstore):
@@ -137,7 +132,7 @@ def test_two_contexts_save_states_load_states(tmp_path, kvstore, update_on_kvsto
 
 
 @pytest.mark.parametrize("kvstore,update_on_kvstore", [("local", False),
-                                                        pytest.param("device", None, marks=CALLBACK_UPDATE)],
+                                                        ("device", None)],
                          ids=["local-update-here", "device"])
 def test_two_contexts_kvstore_reset_by_moving_parameters(kvstore, update_on_kvstore):
     """Moving the parameters (reset_ctx) resets the Trainer's kvstore; the next step makes a
