@@ -20,14 +20,14 @@ import mxnet  # noqa: F401  (must be loaded before the extension: it provides li
 from . import intercept  # noqa: F401  (installs nothing until a scope opens)
 from . import kernels as _kernels
 from .debug import debug_print
-from .diagnostics import clear_cache, config, events, graphs, last_graph, print_stats, reset_stats, stats
+from .diagnostics import clear_cache, config, events, graphs, last_graph, print_stats, reset_stats, stats, verdict
 from .errors import OpInputError
 from .explain import explain
 from .export import compile_python, to_json, to_python
 from .scope import flush, jit
 
 __all__ = ["jit", "flush", "stats", "reset_stats", "clear_cache", "events", "graphs", "last_graph", "config",
-           "print_stats", "explain", "debug_print", "to_json", "to_python", "compile_python", "OpInputError",
+           "print_stats", "verdict", "explain", "debug_print", "to_json", "to_python", "compile_python", "OpInputError",
            "kernels"]
 kernels = _kernels.kernels
 __version__ = "0.1.0"

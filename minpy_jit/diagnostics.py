@@ -16,7 +16,9 @@ def stats():
     kernels run), fused_ops (the recorded ops those calls stood for), sites {site: {compiles, eager}},
     kvstore {calls {push, pull, pushpull, init, broadcast, barrier: n}, arrays_pushed, arrays_pulled,
     flushes (kvstore calls that found recorded work pending and ran it first; their causes in
-    flushes read "kvstore push", ...)}: the kvstore C API calls made inside jit() scopes.
+    flushes read "kvstore push", ...)}: the kvstore C API calls made inside jit() scopes,
+    clean (True only if nothing ran eagerly: no fallback, no eager replay, no site past its
+    recompile limit; verdict() says what did).
     """
     return _core.stats()
 
@@ -85,8 +87,28 @@ def _log(line):
     print(line, file=sys.stderr)
 
 
+def verdict(s=None):
+    """One line: did everything recorded run in compiled graphs, and if not, what ran eagerly."""
+    s = stats() if s is None else s
+    if s["clean"]:
+        return "minpy_jit: clean: every recorded op ran in a compiled graph"
+    parts = []
+    if s["fallbacks"]:
+        parts.append("%d ops ran eagerly (%s)" % (sum(s["fallbacks"].values()), ", ".join(
+            "%s x%d" % kv for kv in sorted(s["fallback_reasons"].items(), key=lambda kv: -kv[1]))))
+    if s["eager_replays"]:
+        parts.append("%d flushes were replayed op by op (see events())" % s["eager_replays"])
+    eager_sites = sorted(site for site, info in s["sites"].items() if info["eager"])
+    if eager_sites:
+        parts.append("sites running eagerly after the recompile limit: %s" % ", ".join(eager_sites))
+    return "minpy_jit: NOT clean: " + "; ".join(parts)
+
+
 def print_stats(file=None):
-    print(json.dumps(stats(), indent=2, sort_keys=True), file=file or sys.stdout)
+    s = stats()
+    out = file or sys.stdout
+    print(verdict(s), file=out)
+    print(json.dumps(s, indent=2, sort_keys=True), file=out)
 
 
 def _cell_name(filename):

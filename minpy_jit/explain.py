@@ -8,7 +8,8 @@ _calls = 0
 
 class Explanation:
     """What one run did: graphs compiled or reused, flushes with their causes and
-    source lines, eager fallbacks, and why each cache miss missed."""
+    source lines, eager fallbacks and why (fallback_reasons: "op: reason" -> count, ops a
+    kvstore updater or CustomOp ran included), and why each cache miss missed."""
 
     def __init__(self, result, events, stats_before, stats_after):
         self.result = result
@@ -19,6 +20,9 @@ class Explanation:
         before = stats_before["fallbacks"]
         self.fallbacks = {op: n - before.get(op, 0) for op, n in stats_after["fallbacks"].items()
                           if n - before.get(op, 0) > 0}
+        why = stats_before["fallback_reasons"]
+        self.fallback_reasons = {r: n - why.get(r, 0) for r, n in stats_after["fallback_reasons"].items()
+                                 if n - why.get(r, 0) > 0}
         self.ops_recorded = stats_after["ops_recorded"] - stats_before["ops_recorded"]
 
     def __str__(self):
@@ -32,6 +36,8 @@ class Explanation:
                 out.append("           miss: %s" % e["miss_reason"])
         for op, n in sorted(self.fallbacks.items()):
             out.append("  eager fallback: %s x%d" % (op, n))
+        for reason, n in sorted(self.fallback_reasons.items()):
+            out.append("           why: %s (x%d)" % (reason, n))
         return "\n".join(out)
 
     __repr__ = __str__

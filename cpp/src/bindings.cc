@@ -174,6 +174,9 @@ py::dict stats_dict() {
   d["independent_parts"] = s.independent_parts;
   d["fallbacks"] = py::cast(s.fallbacks);
   d["fallback_reasons"] = py::cast(s.fallback_reasons);
+  bool eager_site = false;
+  for (auto& kv : R->sites) eager_site |= kv.second.eager;
+  d["clean"] = s.fallbacks.empty() && s.eager_replays == 0 && !eager_site;  // nothing ran eagerly
   d["shape_inferences"] = R->sigs.inferences;
   d["fused_kernels"] = s.fused_kernels;
   d["fused_ops"] = s.fused_ops;

@@ -332,8 +332,10 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
       try {
         run(*exe, t, outputs);
         ev.eager = false;
-      } catch (const MXError&) {
+      } catch (const MXError& e) {
         // replayed eagerly below: that gives MXNet's own error for the failing op, if any
+        ev.miss_reason += std::string(ev.miss_reason.empty() ? "" : " | ") +
+                          "MXNet refused to run the graph, replayed eagerly: " + first_line(e.what());
       }
     }
     if (ev.eager) {

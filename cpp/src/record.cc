@@ -421,7 +421,12 @@ py::object invoke(py::args args) {
 }
 
 py::object record_call(ThreadState& ts, const py::args& args) {
-  if (ts.site && ts.site->eager) return R->orig_invoke(*args);
+  if (ts.site && ts.site->eager) {  // counted, so that stats() never looks like a clean run
+    OpInfo& op = op_info(reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr())));
+    ++R->stats.fallbacks[op.name];
+    ++R->stats.fallback_reasons[op.name + ": its jit() site passed the recompile limit"];
+    return R->orig_invoke(*args);
+  }
   auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
   OpInfo& op = op_info(creator);
   PyObject* ndargs = args[1].ptr();
