@@ -23,7 +23,8 @@ core = Extension(
     include_dirs=[pybind11.get_include(), os.path.join(MX_DIR, "include"), "cpp/src"],
     library_dirs=[MX_DIR],
     extra_link_args=["-l:libmxnet.so", "-Wl,-rpath,$ORIGIN/../mxnet", "-Wl,-rpath," + MX_DIR],
-    extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-Wno-unused-parameter"],
+    # -Wno-unknown-pragmas: MXNet's headers carry `#pragma omp` (we build without OpenMP)
+    extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-Wno-unused-parameter", "-Wno-unknown-pragmas"],
     language="c++",
 )
 
