@@ -24,11 +24,12 @@ from .diagnostics import clear_cache, config, events, graphs, last_graph, print_
 from .errors import OpInputError
 from .explain import explain
 from .export import compile_python, to_json, to_python
+from .fragments import Tensor, function
 from .scope import flush, jit
 
-__all__ = ["jit", "flush", "stats", "reset_stats", "clear_cache", "events", "graphs", "last_graph", "config",
-           "print_stats", "verdict", "explain", "debug_print", "to_json", "to_python", "compile_python", "OpInputError",
-           "kernels"]
+__all__ = ["jit", "function", "Tensor", "flush", "stats", "reset_stats", "clear_cache", "events", "graphs",
+           "last_graph", "config", "print_stats", "verdict", "explain", "debug_print", "to_json", "to_python",
+           "compile_python", "OpInputError", "kernels"]
 kernels = _kernels.kernels
 __version__ = "0.1.0"
 

@@ -47,8 +47,11 @@ def explain(fn, *args, **kwargs):
     """Runs fn(*args, **kwargs) inside jit() once; returns an Explanation (its .result is fn's).
 
     Each call is a scope site of its own: explaining many functions never trips the
-    recompile limit of one shared site.
+    recompile limit of one shared site. For a @minpy_jit.function, this is fn.explain(*args):
+    its fragments, boundaries, guards and graphs.
     """
+    if getattr(fn, "__minpy_jit_function__", False) and hasattr(fn, "explain"):
+        return fn.explain(*args, **kwargs)
     global _calls
     _calls += 1
     before = _core.stats()

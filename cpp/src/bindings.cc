@@ -2,6 +2,7 @@
 // interceptor itself lives in record.cc and the flush in flush.cc.
 #include <pybind11/stl.h>
 
+#include "fragment.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "mxparse.h"
@@ -71,6 +72,7 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   const int state = h ? PyObject_IsTrue(argv[1]) : -1;
   if (state < 0) return nullptr;
   try {
+    note_data_access("NDArray._fresh_grad set");
     if (R->pending || launches_in_flight()) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
   } catch (py::error_already_set& e) {
     e.restore();
@@ -363,5 +365,6 @@ PYBIND11_MODULE(_core, m) {
   // "data address" (waits for pending writers; used if the chunk check fails on a build).
   m.def("peek_works", &peek_works);  // array metadata read without C API calls (peek.cc)
   m.def("autograd_peek_works", &autograd_peek_works);  // autograd membership read likewise
+  register_fragment_api(m);
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

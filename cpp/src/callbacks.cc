@@ -13,6 +13,7 @@
 // be between any two ops, and running their work from inside an MXNet callback nests a graph
 // launch inside MXNet's own execution (seen to deadlock with CustomOps). It flushes only the
 // traces that hold an array the call passes to MXNet, which is what correctness needs.
+#include "fragment.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "runtime.h"
@@ -96,6 +97,8 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
   PyObject* fn = PyTuple_GET_ITEM(self, 0);
   ThreadState& ts = me();
   try {
+    if (capture_open())  // a @function fragment being captured touches array data: no replay
+      note_data_access(py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1)).cast<std::string>().c_str());
     if (R->pending || launches_in_flight()) {
       std::string cause = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1));
       bool eager = false;

@@ -60,7 +60,7 @@ std::vector<PyObject*> out_arrays(PyObject* out) {
 // compiling anew. Without such an op the segment ends at twice segment_ops.
 bool segment_due(const ThreadState& ts) {
   const size_t every = R->cfg.segment_ops, n = ts.trace.nodes.size();
-  if (every == 0 || n < every) return false;
+  if (every == 0 || n < every || ts.capturing) return false;  // a fragment capture is one unit
   if (n >= 2 * every) return true;
   const uint64_t anchor = ts.segment_anchor ? ts.segment_anchor : ts.trace.nodes.front().content;
   return ts.trace.nodes.back().content == anchor;
@@ -123,7 +123,7 @@ int append_node(ThreadState& ts, OpInfo& op, std::vector<Attr>&& attrs, uint64_t
                 const std::vector<int>& in, const OpSignature& sig) {
   Trace& t = ts.trace;
   int first = t.add_node(&op, std::move(attrs), attr_hash, in, sig.outs, sig.mutable_inputs, -1);
-  if (R->cfg.track_source && !R->seen_positions.count(t.nodes.back().position))
+  if (R->cfg.track_source && (ts.capturing || !R->seen_positions.count(t.nodes.back().position)))
     t.nodes.back().loc = R->sources.capture();
   ++R->stats.ops_recorded;
   ++R->pending;

@@ -4,6 +4,7 @@
 //   record.cc   the interceptor: one op call -> trace nodes (+ scalar lifting)
 //   flush.cc    a trace -> outputs, cache lookup or compile, execution, release
 //   launch.cc   cached segments handed to MXNet from a background thread, in order
+//   fragment.cc compiled fragments of @minpy_jit.function: guards, capture, replay
 //   bindings.cc scopes, statistics and the Python module
 #pragma once
 #include <pybind11/pybind11.h>
@@ -41,6 +42,7 @@ struct ThreadState {
   int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
   int in_mxnet = 0;  // guarded MXNet C API calls this thread is inside: Python running now is a callback
   signed char foreign = -1;  // a thread MXNet started (callbacks.cc: foreign_thread); -1 not yet known
+  int capturing = 0;  // a @function fragment is being captured (fragment.h): no segment cuts
   int flush_ordinal = 0;           // flushes so far in the outermost open scope (this one is numbered)
   uint64_t segment_anchor = 0;     // content of the op that ended the last segment, 0 after other flushes
   std::vector<std::string> sites;  // scope entry sites, innermost last
