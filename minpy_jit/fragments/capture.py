@@ -439,12 +439,25 @@ def gi(obj, key):
     return value
 
 
+def _whole(key):
+    return key == slice(None) or (type(key) is tuple and all(k == slice(None) for k in key))
+
+
 def si(obj, key, value):
     cap = current()
     if cap is not None and not is_array(obj):
         n = cap.prov.get(id(obj))
         if n is not None:
             cap.refuse("assigns into `%s`, a Python %s the fragment does not own" % (n.path, type(obj).__name__))
+    elif cap is not None and _whole(key) and type(value) is type(obj) and (
+            len(key) <= obj.ndim if type(key) is tuple else True):
+        # `x[:] = y` with y of x's shape: MXNet's __setitem__ takes a reshape *view* of y (a C
+        # API call, which the recorder must flush for) and copies it into x; the same copy
+        # without the view records as one op.
+        if value.shape == obj.shape and value.dtype == obj.dtype and value.context == obj.context:
+            if value.handle.value != obj.handle.value:
+                value.copyto(obj)
+            return
     obj[key] = value
 
 

@@ -56,7 +56,7 @@ class Fragment:
         return self.run_capture(args)
 
     def label(self):
-        return "fragment %d (lines %s)" % (self.spec.index, self.spec.lines)
+        return "fragment %d (line%s %s)" % (self.spec.index, "s" if "-" in self.spec.lines else "", self.spec.lines)
 
     def _unpack(self, result):
         return result[0] if self.bare else result

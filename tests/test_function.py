@@ -1,0 +1,467 @@
+"""@minpy_jit.function: results equal the undecorated function's, call after call.
+
+Every test runs the decorated function and the original (`f.original`, plain eager
+MXNet) on copies of the same inputs, several times, and compares results and the
+inputs afterwards (in-place writes). Where a test is about *how* a call ran
+(replayed, recompiled, split), it asserts on the fragment counters.
+"""
+import contextlib
+import io
+import os
+import sys
+import threading
+import traceback
+
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, nd
+
+import minpy_jit
+from minpy_jit import _core, intercept
+
+from conftest import arr, assert_same, copy_args, rand, run_threads
+
+THIS = os.path.basename(__file__)
+
+
+@pytest.fixture(autouse=True)
+def _isolate(isolated_runtime):
+    _core.fragment_reset_stats()
+    yield
+    assert not intercept.hooks_installed()
+
+
+def fstats():
+    return _core.fragment_stats()
+
+
+def both(f, *args, calls=3, seed=None, compare_args=True):
+    """Runs f (decorated) and f.original on fresh copies of args `calls` times; compares
+    results and (in-place writes) the arguments afterwards. Returns the decorated results."""
+    outs = []
+    for _ in range(calls):
+        a, b = copy_args(args), copy_args(args)
+        if seed is not None:
+            mx.random.seed(seed)
+        got = f(*a)
+        if seed is not None:
+            mx.random.seed(seed)
+        want = f.original(*b)
+        mx.nd.waitall()
+        assert_same(want, got)
+        if compare_args:
+            assert_same(list(b), list(a))
+        outs.append(got)
+    return outs
+
+
+# ------------------------------------------------------------------ basics
+
+def test_issue_example_replays_after_the_first_call():
+    scale = 0.5
+
+    @minpy_jit.function
+    def step(x, w, b):
+        h = nd.relu(nd.dot(x, w) + b)
+        for _ in range(3):
+            h = h * scale + 0.5
+        if h.shape[0] > 16:
+            h = nd.tanh(h)
+        return h
+
+    x, w, b = arr(rand(8, 5, seed=1)), arr(rand(5, 4, seed=2)), arr(rand(4, seed=3))
+    both(step, x, w, b, calls=4)
+    st = fstats()
+    assert st["captures"] == 1 and st["misses"] == 1, st
+    # the branch on the shape is Python: a taller x takes it, as plain Python does
+    both(step, arr(rand(20, 5, seed=4)), w, b)
+    assert len(step.plan.fragments) == 2 and [b.kind for b in step.plan.boundaries] == ["if"]
+
+
+def test_one_fragment_outside_a_scope_is_one_graph_launch():
+    @minpy_jit.function
+    def chain(x):
+        for _ in range(20):
+            x = nd.relu(x * 1.01 + 0.5)
+        return x
+
+    x = arr(rand(32, 32))
+    both(chain, x, calls=5)
+    st = fstats()
+    assert st["replayed"] == 4 and st["appended"] == 0 and st["captures"] == 1, st
+    assert chain.plan.single_fragment
+
+
+def test_inside_a_jit_scope_fragments_join_the_trace_as_one_graph():
+    @minpy_jit.function
+    def cell(h, x):
+        return nd.tanh(h * 0.5 + x)
+
+    x, h0 = arr(rand(4, 4, seed=1)), arr(rand(4, 4, seed=2))
+    cell(h0, x)  # capture
+    minpy_jit.reset_stats()
+    with minpy_jit.jit():
+        h = h0
+        for _ in range(10):
+            h = cell(h, x)
+    want = h0
+    for _ in range(10):
+        want = cell.original(want, x)
+    assert_same(want, h)
+    st, fs = minpy_jit.stats(), fstats()
+    assert fs["appended"] == 10 and st["executions"] == 1 and st["ops_recorded"] == 0, (st, fs)
+
+
+def test_results_keep_python_structure_and_identity():
+    @minpy_jit.function
+    def f(x, pair, n):
+        a = x * 2
+        b = [a, x, n]
+        c = (a + 1, {"k": pair[0] * n})
+        return a, b, c, pair, x
+
+    x, pair = arr(rand(3)), [arr(rand(2, seed=5)), 7]
+    for _ in range(3):
+        out = f(x, pair, 3)
+        ref = f.original(x, pair, 3)
+        assert_same(ref, out)
+        assert out[3] is pair and out[4] is x and out[1][1] is x and out[1][0] is out[0]
+
+
+# ------------------------------------------------------------------ guards: never stale
+
+def test_shape_dtype_and_value_changes_recompile():
+    @minpy_jit.function
+    def f(x, k):
+        return nd.relu(x - k) * k
+
+    both(f, arr(rand(3, 4)), 0.5)
+    both(f, arr(rand(5, 4)), 0.5)
+    both(f, arr(rand(5, 4).astype(np.float64)), 0.5)
+    both(f, arr(rand(5, 4)), 0.25)
+    both(f, arr(rand(5, 4)), 1)  # int, not float: another attribute string
+    assert len(f.fragments[0].info()["variants"]) == 5
+
+
+def test_rebinding_a_global_is_seen(capsys):
+    global GSCALE
+    GSCALE = 0.5
+
+    @minpy_jit.function
+    def f(x):
+        return x * GSCALE
+
+    x = arr(rand(3))
+    minpy_jit.config(log="recompiles")
+    try:
+        both(f, x, calls=2)
+        GSCALE = 0.25
+        both(f, x, calls=2)
+    finally:
+        minpy_jit.config(log="")
+    err = capsys.readouterr().err
+    line = f.original.__code__.co_firstlineno + 2
+    assert "guard failed: global `GSCALE` 0.5 -> 0.25, %s:%d" % (THIS, line) in err, err
+
+
+def test_rebinding_a_closure_variable_is_seen():
+    def make():
+        k = 2.0
+
+        @minpy_jit.function
+        def f(x):
+            return x * k
+
+        def set_k(v):
+            nonlocal k
+            k = v
+        return f, set_k
+
+    f, set_k = make()
+    x = arr(rand(3))
+    for v in (2.0, 3.0, 3.0, -1.0):
+        set_k(v)
+        assert_same(x.asnumpy() * v, f(x).asnumpy())
+
+
+def test_a_module_attribute_replaced_is_seen(monkeypatch):
+    @minpy_jit.function
+    def f(x):
+        return nd.relu(x)
+
+    x = arr(rand(4))
+    both(f, x)
+    monkeypatch.setattr(nd, "relu", nd.sigmoid)
+    both(f, x)
+    assert_same(nd.sigmoid(x), f(x))
+
+
+def test_attributes_of_self_are_read_on_every_call():
+    class Model:
+        def __init__(self):
+            self.w = arr(rand(4, 3, seed=1))
+            self.scale = 2.0
+
+        @minpy_jit.function
+        def forward(self, x):
+            return nd.dot(x, self.w) * self.scale
+
+    m, x = Model(), arr(rand(2, 4))
+    for _ in range(2):
+        assert_same(nd.dot(x, m.w) * 2.0, m.forward(x))
+    m.w = arr(rand(4, 3, seed=9))  # another array: read again, not frozen
+    assert_same(nd.dot(x, m.w) * 2.0, m.forward(x))
+    m.scale = 3.0
+    assert_same(nd.dot(x, m.w) * 3.0, m.forward(x))
+    m2 = Model()  # another instance of the same class: its own attributes
+    m2.w = arr(rand(4, 3, seed=11))
+    assert_same(nd.dot(x, m2.w) * 2.0, m2.forward(x))
+
+
+def test_autograd_state_is_a_guard():
+    @minpy_jit.function
+    def f(x):
+        return nd.relu(x) * 2
+
+    x = arr(rand(5))
+    x.attach_grad()
+    f(x)
+    with autograd.record():
+        y = f(x)
+    y.backward()
+    assert_same(arr(np.where(x.asnumpy() > 0, 2.0, 0.0).astype(np.float32)), x.grad)
+
+
+# ------------------------------------------------------------------ in-place writes, aliasing
+
+def test_in_place_writes_on_arguments():
+    @minpy_jit.function
+    def f(x, y):
+        x += y
+        x[:] = x * 2
+        nd.relu(x - 1, out=y)
+        y *= 3
+        return x
+
+    x, y = arr(rand(3, 4, seed=1)), arr(rand(3, 4, seed=2))
+    outs = both(f, x, y)
+    a, b = x.copy(), y.copy()
+    assert f(a, b) is a
+
+
+def test_in_place_writes_on_a_global_array():
+    global GACC
+    GACC = nd.zeros((2, 3))
+
+    @minpy_jit.function
+    def bump(v):
+        GACC[:] = GACC + v
+        return GACC.sum()
+
+    want = np.zeros((2, 3), np.float32)
+    for i in range(4):
+        s = bump(float(i))
+        want += i
+        assert_same(want, GACC.asnumpy())
+        assert float(s.asnumpy()) == want.sum()
+
+
+def test_same_array_twice_is_its_own_case():
+    @minpy_jit.function
+    def f(a, b):
+        a += 1
+        return a + b
+
+    x, y = arr(rand(3, seed=1)), arr(rand(3, seed=2))
+    both(f, x, y)
+    # now the same array as both arguments: the write is seen by the read, as in Python
+    for _ in range(2):
+        z = x.copy()
+        w = x.copy()
+        got, want = f(z, z), f.original(w, w)
+        assert_same(want, got)
+        assert_same(w, z)
+    both(f, x, y)
+
+
+# ------------------------------------------------------------------ exceptions
+
+def test_an_error_mid_function_raises_at_the_same_line():
+    @minpy_jit.function
+    def f(x, w):
+        y = x * 2
+        z = nd.dot(y, w)
+        return z + 1
+
+    bad_line = f.original.__code__.co_firstlineno + 3
+    for _ in range(2):
+        with pytest.raises(mx.base.MXNetError) as info:
+            f(arr(rand(2, 3)), arr(rand(4, 5)))
+        frames = [t for t in traceback.extract_tb(info.tb) if t.filename == __file__]
+        assert frames[-1].lineno == bad_line and frames[-1].name == "f", frames
+    both(f, arr(rand(2, 3)), arr(rand(3, 5)))
+
+
+def test_writes_before_an_error_happened_as_in_python():
+    @minpy_jit.function
+    def f(x, w):
+        x += 1
+        return nd.dot(x, w)
+
+    x, x2 = arr(rand(2, 3)), arr(rand(2, 3))
+    for _ in range(2):
+        with pytest.raises(mx.base.MXNetError):
+            f(x, arr(rand(4, 4)))
+        with pytest.raises(mx.base.MXNetError):
+            f.original(x2, arr(rand(4, 4)))
+        assert_same(x2, x)
+
+
+def test_python_errors_keep_their_type():
+    @minpy_jit.function
+    def f(x, d):
+        return x * d["scale"]
+
+    with pytest.raises(KeyError):
+        f(arr(rand(2)), {})
+    both(f, arr(rand(2)), {"scale": 3.0})
+
+
+# ------------------------------------------------------------------ autograd, random
+
+def test_gradients_through_a_fragment_equal_eager():
+    @minpy_jit.function
+    def loss(x, w):
+        return (nd.dot(x, w) ** 2).sum()
+
+    x = arr(rand(4, 3))
+    for _ in range(3):
+        grads = []
+        for fn in (loss, loss.original):
+            w = arr(rand(3, 2, seed=3))
+            w.attach_grad()
+            with autograd.record():
+                out = fn(x, w)
+            out.backward()
+            grads.append((out, w.grad))
+        assert_same(grads[1], grads[0])
+
+
+def test_backward_inside_the_function():
+    @minpy_jit.function
+    def train_step(x, w, lr):
+        with autograd.record():
+            loss = (nd.dot(x, w) ** 2).mean()
+        loss.backward()
+        w[:] = w - lr * w.grad
+        return loss
+
+    x = arr(rand(8, 3))
+    w1, w2 = arr(rand(3, 2, seed=5)), arr(rand(3, 2, seed=5))
+    w1.attach_grad()
+    w2.attach_grad()
+    for _ in range(4):
+        l1, l2 = train_step(x, w1, 0.1), train_step.original(x, w2, 0.1)
+        assert_same(l2, l1)
+        assert_same(w2, w1)
+
+
+def test_random_ops_draw_as_eager():
+    @minpy_jit.function
+    def noisy(x):
+        y = x + nd.random.uniform(shape=x.shape)
+        return y * nd.random.normal(shape=x.shape)
+
+    both(noisy, arr(rand(3, 4)), seed=11, calls=4)
+
+
+# ------------------------------------------------------------------ control flow
+
+def test_loops_and_branches_on_python_values():
+    @minpy_jit.function
+    def f(x, n, mode):
+        for i in range(n):
+            x = x * 0.9 + i
+        if mode == "a":
+            x = nd.relu(x)
+        else:
+            x = nd.sigmoid(x)
+        total = 0
+        while total < 3:
+            x = x + total
+            total += 1
+        return x
+
+    x = arr(rand(4, 4))
+    for n, mode in [(3, "a"), (3, "b"), (0, "a"), (5, "b"), (3, "a")]:
+        both(f, x, n, mode, calls=2)
+
+
+def test_loop_variable_of_an_empty_loop_stays_unbound():
+    @minpy_jit.function
+    def f(x, n):
+        for i in range(n):
+            x = x + 1
+        try:
+            return x, i
+        except NameError:
+            return x, None
+
+    both(f, arr(rand(3)), 2)
+    both(f, arr(rand(3)), 0)
+
+
+# ------------------------------------------------------------------ dual mode
+
+def test_minpy_jit_0_runs_the_plain_function(monkeypatch):
+    @minpy_jit.function
+    def f(x):
+        return x * 3
+
+    monkeypatch.setenv("MINPY_JIT", "0")
+    both(f, arr(rand(3)))
+    assert fstats()["calls"] == 0 and not intercept.hooks_installed()
+
+
+def test_unsupported_functions_run_under_jit_with_the_reason():
+    @minpy_jit.function
+    def gen(x):
+        yield x * 2
+
+    @minpy_jit.function
+    def uses_locals(x):
+        y = x + 1
+        return locals()["y"]
+
+    ns = {"nd": nd}
+    exec("def no_source(x):\n    return nd.relu(x)\n", ns)  # noqa: S102
+    nos = minpy_jit.function(ns["no_source"])
+    x = arr(rand(3))
+    assert_same(list(gen.original(x)), list(gen(x)))
+    assert_same(uses_locals.original(x), uses_locals(x))
+    assert_same(nd.relu(x), nos(x))
+    assert "generator" in gen.fallback_reason
+    assert "locals" in uses_locals.fallback_reason
+    assert "source" in nos.fallback_reason
+    assert "runs under jit() recording" in str(nos.explain(x))
+
+
+# ------------------------------------------------------------------ threads
+
+def test_threads_calling_one_function():
+    @minpy_jit.function
+    def f(x, k):
+        return nd.tanh(x * k) + k
+
+    xs = [arr(rand(16, 16, seed=s)) for s in range(4)]
+    want = [f.original(x, float(i)).asnumpy() for i, x in enumerate(xs)]
+
+    def worker(i):
+        def run():
+            for _ in range(20):
+                got = f(xs[i], float(i))
+                np.testing.assert_allclose(got.asnumpy(), want[i], rtol=1e-6)
+        return run
+
+    run_threads(*[worker(i) for i in range(4)])
