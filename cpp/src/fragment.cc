@@ -118,9 +118,25 @@ bool array_aval(NDArrayHandle h, AVal* a) {
   }
 }
 
-// Checks node `i` (advancing i past its subtree) against `val`; collects leaves.
-bool walk_node(const Variant& v, size_t& i, PyObject* val, Walk& w) {
+// Checks node `i` (advancing i past its subtree) against `val`; collects leaves. With
+// `record` (the capture's own inputs), arrays and lengths are taken as they are instead.
+bool walk_node(const Variant& v, size_t& i, PyObject* val, Walk& w, bool record = false) {
   const size_t me = i++;
+  if (record) {
+    GuardNode& m = const_cast<GuardNode&>(v.guards[me]);
+    if (m.kind == GuardNode::kArray) {
+      NDArrayHandle h = is_ndarray(val) ? handle_of(val) : nullptr;
+      if (!h || !array_aval(h, &m.aval)) {
+        w.fail_node = static_cast<int>(me);
+        w.fail_value = val;
+        return false;
+      }
+      m.type = Py_TYPE(val);
+    } else if (m.kind == GuardNode::kLen) {
+      m.len = PyObject_Length(val);
+      if (m.len < 0) PyErr_Clear();
+    }
+  }
   const GuardNode& n = v.guards[me];
   bool ok = true;
   switch (n.kind) {
@@ -205,7 +221,7 @@ bool walk_node(const Variant& v, size_t& i, PyObject* val, Walk& w) {
       return false;
     }
     w.refs.push_back(cv);
-    if (!walk_node(v, i, cv, w)) return false;
+    if (!walk_node(v, i, cv, w, record)) return false;
   }
   return true;
 }
@@ -764,26 +780,11 @@ void parse_guards(const py::list& spec, Variant& v) {
 // The same walk as a call's, on the capture's own inputs, recording each array's aval
 // instead of checking it. False (with `why`) if the inputs do not fit the spec.
 bool record_walk(Variant& v, size_t& i, PyObject* val, Walk& w, std::string* why) {
-  GuardNode& n = v.guards[i];
-  if (n.kind == GuardNode::kArray) {
-    NDArrayHandle h = is_ndarray(val) ? handle_of(val) : nullptr;
-    if (!h || !array_aval(h, &n.aval)) {
-      *why = n.what + " is not a dense NDArray";
-      return false;
-    }
-    n.type = Py_TYPE(val);
-  }
-  if (n.kind == GuardNode::kLen) {
-    n.len = PyObject_Length(val);
-    if (n.len < 0) {
-      PyErr_Clear();
-      *why = n.what + " has no length";
-      return false;
-    }
-  }
   size_t before = i;
-  if (!walk_node(v, i, val, w)) {
-    *why = "its inputs changed while it ran (" + v.guards[w.fail_node >= 0 ? w.fail_node : before].what + ")";
+  if (!walk_node(v, i, val, w, true)) {
+    const GuardNode& n = v.guards[w.fail_node >= 0 ? w.fail_node : before];
+    *why = n.kind == GuardNode::kArray ? n.what + " is not a dense NDArray of at most 8 dimensions"
+                                       : "its inputs changed while it ran (" + n.what + ")";
     return false;
   }
   return true;

@@ -198,13 +198,14 @@ def _fragment_call(frag):
             return [ast.copy_location(ast.Return(value=call), first)]
         targets.append("__mj_ret")
     stmts = []
+    last = frag.stmts[-1]  # the outputs are bound when the fragment's statements are done
     if not targets:
         stmts.append(ast.copy_location(ast.Expr(value=call), first))
     elif len(targets) == 1:
-        stmts.append(ast.copy_location(ast.Assign(targets=[_name(targets[0], first, ast.Store())], value=call), first))
+        stmts.append(ast.copy_location(ast.Assign(targets=[_name(targets[0], last, ast.Store())], value=call), first))
     else:
-        tup = ast.copy_location(ast.Tuple(elts=[_name(t, first, ast.Store()) for t in targets], ctx=ast.Store()),
-                                first)
+        tup = ast.copy_location(ast.Tuple(elts=[_name(t, last, ast.Store()) for t in targets], ctx=ast.Store()),
+                                last)
         stmts.append(ast.copy_location(ast.Assign(targets=[tup], value=call), first))
     for name in frag.maybe_unbound:
         test = ast.copy_location(ast.Compare(left=_name(name, first), ops=[ast.Is()],
