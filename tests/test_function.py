@@ -465,3 +465,55 @@ def test_threads_calling_one_function():
         return run
 
     run_threads(*[worker(i) for i in range(4)])
+
+
+# ------------------------------------------------------------------ ahead of time, explain
+
+def test_ahead_of_time_from_type_hints():
+    global AOT_STATE
+    AOT_STATE = nd.zeros((3,))
+
+    @minpy_jit.function
+    def f(x: minpy_jit.Tensor[(6, 3), "float32"], w: minpy_jit.Tensor[(3, 3)], k=2.0):
+        AOT_STATE[:] = AOT_STATE + 1  # compiled on placeholders: must not run at decoration
+        return nd.relu(nd.dot(x, w)) * k
+
+    assert f.ahead_of_time == [0]
+    info = f.fragments[0].info()
+    assert len(info["variants"]) == 1 and info["variants"][0]["graph_nodes"] > 0  # built before any data
+    assert_same(nd.zeros((3,)), AOT_STATE)
+    x, w = arr(rand(6, 3)), arr(rand(3, 3, seed=2))
+    got = f(x, w)
+    assert_same(nd.relu(nd.dot(x, w)) * 2.0, got)
+    assert_same(nd.ones((3,)), AOT_STATE)
+    st = fstats()
+    assert st["replayed"] == 1 and st["misses"] == 0, st
+    with pytest.raises(ValueError, match=r"argument `x` has shape \(5, 3\), expected \(6, 3\)"):
+        f(arr(rand(5, 3)), w)
+    with pytest.raises(ValueError, match=r"argument `w` has dtype float64, expected float32"):
+        f(x, arr(rand(3, 3).astype(np.float64)))
+    with pytest.raises(TypeError, match=r"argument `x` is a list"):
+        f([1, 2], w)
+
+
+def test_explain_lists_fragments_boundaries_guards_and_graphs():
+    @minpy_jit.function
+    def f(x, n):
+        y = nd.relu(x) * 2
+        if n > 1:
+            y = y + n
+        print_it = y.sum()
+        return y
+
+    x = arr(rand(4))
+    e = f.explain(x, 3)
+    assert_same(f.original(x, 3), e.result)
+    text = str(e)
+    assert "3 fragments, 1 boundary" in text, text
+    assert "boundary    lines" in text and "if: control flow stays Python" in text, text
+    assert "argument `x`" in text and "shape (4,), float32, cpu(0)" in text, text
+    assert "relu" in text and "graph " in text, text
+    assert e is not None and str(minpy_jit.explain(f, x, 3)).startswith("@function")
+    src = e.fragments[0].to_python()
+    assert "relu" in src and src.startswith("def fragment_0_variant0(")
+    assert "def f(x, n):" in e.source and "__mj_f0(" in e.source

@@ -420,7 +420,11 @@ def _call_boundary(plan, call):
         if func.attr in DATA_METHODS:
             return "calls .%s(): %s" % (func.attr, DATA_METHODS[func.attr])
         if func.attr in MUTATING_METHODS:
-            return "calls .%s(): changes a Python object" % func.attr
+            # a list the function itself made (a local that is not an argument) may be
+            # changed inside a fragment: the capture checks it is not reachable from the inputs
+            if not (isinstance(func.value, ast.Name) and func.value.id in plan.locals
+                    and func.value.id not in plan.params):
+                return "calls .%s(): changes a Python object" % func.attr
     chain = _attribute_root(func)
     if chain is None:
         return None

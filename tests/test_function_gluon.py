@@ -1,0 +1,160 @@
+"""@minpy_jit.function with Gluon: a block's call inside a fragment, `minpy_jit.function(net)`,
+a recurrent cell stepped in a loop, and a training step (forward, backward, Trainer.step).
+
+A block call is captured with guards on the block's state as its forward reads it (every
+plain attribute of it and of the blocks below it, hooks, hybridization, each parameter's
+arrays); call counters (RecurrentCell._counter) are stepped by each replay as the call
+would have.
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+from mxnet.gluon import nn, rnn
+
+import minpy_jit
+from minpy_jit import _core, intercept
+
+from conftest import arr, assert_same, rand
+
+
+@pytest.fixture(autouse=True)
+def _isolate(isolated_runtime, mxnet_kernels):  # MXNet's kernels: compared at float32 tolerance
+    _core.fragment_reset_stats()
+    yield
+    assert not intercept.hooks_installed()
+
+
+def mlp(seed=0):
+    mx.random.seed(seed)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, in_units=8, activation="relu"), nn.Dense(4, in_units=16))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def test_function_of_a_block_replays_its_forward():
+    net = mlp()
+    fnet = minpy_jit.function(net)
+    x = arr(rand(5, 8))
+    for _ in range(3):
+        assert_same(net(x), fnet(x))
+    assert _core.fragment_stats()["replayed"] == 2
+    assert list(fnet.collect_params().keys()) == list(net.collect_params().keys())  # the block's own
+
+
+def test_new_parameter_values_are_used():
+    net = mlp()
+    fnet = minpy_jit.function(net)
+    x = arr(rand(5, 8))
+    fnet(x)
+    net[0].weight.set_data(nd.ones((16, 8)))  # in place: same arrays, new data
+    assert_same(net(x), fnet(x))
+    net.initialize(mx.init.Uniform(), force_reinit=True)  # new arrays
+    assert_same(net(x), fnet(x))
+
+
+def test_block_attribute_change_is_seen():
+    net = nn.Dense(4, in_units=3, flatten=False)
+    net.initialize()
+    f = minpy_jit.function(net)
+    x = arr(rand(2, 5, 3))
+    assert_same(net(x), f(x))
+    net._flatten = False
+    assert_same(net(x), f(x))
+    net.weight.grad_req  # noqa: B018 - reading is no change
+
+
+def test_hybridized_block_is_a_boundary_and_stays_right():
+    net = mlp()
+    f = minpy_jit.function(net)
+    x = arr(rand(5, 8))
+    f(x)
+    net.hybridize()
+    for _ in range(3):
+        assert_same(mlp()(x), f(x))
+
+
+def test_a_block_defined_outside_gluon_is_not_replayed():
+    class Scale(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.k = 2.0
+
+        def hybrid_forward(self, F, x):
+            return x * self.k
+
+    blk = Scale()
+    f = minpy_jit.function(blk)
+    x = arr(rand(3))
+    for k in (2.0, 3.0):
+        blk.k = k
+        assert_same(x * k, f(x))
+    assert any("defined outside mxnet.gluon" in m for m in f.messages), f.messages
+
+
+def test_lstm_cell_sequence_is_one_graph_and_counts_its_calls():
+    cell = rnn.LSTMCell(16, input_size=8)
+    cell.initialize(mx.init.Xavier())
+    T = 6
+
+    @minpy_jit.function
+    def run(xs, h, c):
+        states = [h, c]
+        outs = []
+        for t in range(T):
+            out, states = cell(xs[t], states)
+            outs.append(out)
+        return outs, states
+
+    xs = [arr(rand(4, 8, seed=s)) for s in range(T)]
+    h, c = nd.zeros((4, 16)), nd.zeros((4, 16))
+    for _ in range(3):
+        before = cell._counter
+        got = run(xs, h, c)
+        assert cell._counter == before + T
+        want = run.original(xs, h, c)
+        assert_same(want, got)
+    st = _core.fragment_stats()
+    assert st["replayed"] == 2 and st["captures"] == 1, st
+
+
+def test_training_step_with_backward_and_trainer():
+    def setup():
+        net = mlp(3)
+        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    net1, tr1 = setup()
+    net2, tr2 = setup()
+    x, y = arr(rand(6, 8)), arr(np.arange(6, dtype=np.float32) % 4)
+
+    def step(net, trainer, x, y):
+        with autograd.record():
+            loss = loss_fn(net(x), y).mean()
+        loss.backward()
+        trainer.step(1)
+        return loss
+
+    fstep = minpy_jit.function(step)
+    for _ in range(4):
+        assert_same(step(net2, tr2, x, y), fstep(net1, tr1, x, y), rtol=1e-5)
+        for p1, p2 in zip(net1.collect_params().values(), net2.collect_params().values()):
+            assert_same(p2.data(), p1.data(), rtol=1e-5)
+    assert tr1.optimizer.num_update == tr2.optimizer.num_update
+
+
+def test_dropout_in_train_mode_draws_as_eager():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(8, in_units=4), nn.Dropout(0.5))
+    net.initialize()
+    f = minpy_jit.function(net)
+    x = arr(rand(3, 4))
+    for seed in (1, 2, 1):
+        with autograd.train_mode():
+            mx.random.seed(seed)
+            got = f(x)
+            mx.random.seed(seed)
+            want = net(x)
+        assert_same(want, got)
+    assert_same(net(x), f(x))  # predict mode: another variant
