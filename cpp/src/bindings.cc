@@ -174,6 +174,10 @@ py::dict stats_dict() {
   d["eager_replays"] = s.eager_replays;
   d["background_launches"] = s.background_launches;
   d["independent_parts"] = s.independent_parts;
+  size_t pooled = 0;
+  for (const auto& kv : R->pool.buckets) pooled += kv.second.arrays.size();
+  d["pooled_arrays"] = pooled;  // recycled lazy arrays kept for reuse (no data)
+  d["signatures"] = R->sigs.size();  // op signatures whose shapes and dtypes are known
   d["fallbacks"] = py::cast(s.fallbacks);
   d["fallback_reasons"] = py::cast(s.fallback_reasons);
   bool eager_site = false;

@@ -39,7 +39,7 @@ void release_trace(Trace& t) {
     // may carry autograd history, and MXNet refuses to write into such an array again.
     if (s.ours && !s.written && !held_elsewhere(obj)) {
       bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
-      auto& bucket = R->pool[pool_key(t.values[s.value].aval, np)];
+      auto& bucket = R->pool.at(pool_key(t.values[s.value].aval, np));
       if (bucket.size() < R->cfg.pool_per_aval) {
         bucket.push_back(obj);
         continue;
@@ -50,6 +50,7 @@ void release_trace(Trace& t) {
   for (auto h : t.owned) MXNDArrayFree(h);
   R->pending -= std::min(R->pending, t.nodes.size());
   t.clear();
+  R->pool.tick(&drop);
   for (PyObject* obj : drop) Py_DECREF(obj);
 }
 
@@ -197,7 +198,7 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, con
   for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
   exe->recording = t.recording;
   exe->training = t.training;
-  if (R->seen_positions.size() > (1u << 20)) R->seen_positions.clear();
+  if (R->seen_positions.size() > (1u << 16)) R->seen_positions.clear();  // bounded: new shapes at every step
   for (const Node& n : t.nodes) R->seen_positions.insert(n.position);
   if (exe->op) {
     char title[160];

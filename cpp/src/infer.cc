@@ -80,6 +80,9 @@ const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<At
   if (it != cache_.end()) return *it->second;
   ++inferences;
   auto sig = std::make_unique<OpSignature>(infer(op, attrs, ins));
+  // Shapes that change at every step would grow the cache without end: past kMaxEntries it
+  // starts over (a repeat costs one inference again). No caller holds an earlier answer here.
+  if (cache_.size() >= kMaxEntries) cache_.clear();
   return *(cache_[h] = std::move(sig));
 }
 

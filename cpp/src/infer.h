@@ -34,6 +34,7 @@ class SignatureCache {
                             const std::vector<const AVal*>& ins, bool np_shape);
   size_t size() const { return cache_.size(); }
   uint64_t inferences = 0;  // MXNet inference calls made (cache misses)
+  static constexpr size_t kMaxEntries = 1 << 14;
 
  private:
   OpSignature infer(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins);

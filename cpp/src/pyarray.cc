@@ -51,7 +51,7 @@ uint64_t pool_key(const AVal& a, bool np) { return hash_aval(a) ^ (np ? 0x4e50UL
 
 // A new lazy array (an NDArray whose data the next flush writes); new reference.
 PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out) {
-  auto& bucket = R->pool[pool_key(a, np)];
+  auto& bucket = R->pool.at(pool_key(a, np));
   if (!bucket.empty()) {
     PyObject* obj = bucket.back();
     bucket.pop_back();
