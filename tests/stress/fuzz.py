@@ -272,17 +272,18 @@ def eager_deterministic(prog, eager):
 
 
 def essential_families(prog, kind):
-    """The statement families without which the mismatch goes away: a cheap signature that
-    groups repeats of one bug before any shrinking."""
-    out = []
+    """Drops whole statement families one at a time while the mismatch persists; returns the
+    families left (a cheap signature that groups repeats of one bug before any shrinking)
+    and the smaller program."""
     for fam in sorted(prog.families() - {"input"}):
+        cand = _without_families(prog, {fam})
         try:
-            d, eager = check(_without_families(prog, {fam}))
+            d, eager = check(cand)
         except Exception:  # noqa: BLE001
             continue
-        if kind_of(d) != kind or _mentions_name_error(eager):
-            out.append(fam)
-    return out
+        if kind_of(d) == kind and not _mentions_name_error(eager):
+            prog = cand
+    return sorted(prog.families() - {"input"}), prog
 
 
 def _handle_mismatch(args, prog, diff, known_counts, signatures):
@@ -309,7 +310,8 @@ def _handle_mismatch(args, prog, diff, known_counts, signatures):
                 return rec
         else:
             prog = stripped
-    rec["signature"] = "%s: %s" % (kind, "+".join(essential_families(prog, kind)))
+    fams_left, prog = essential_families(prog, kind)
+    rec["signature"] = "%s: %s" % (kind, "+".join(fams_left))
     signatures[rec["signature"]] += 1
     if signatures[rec["signature"]] > args.repros_per_signature:
         return rec
