@@ -1,6 +1,6 @@
 """Run every benchmark (each in its own process) and print one summary.
 
-    .venv/bin/python benchmarks/run_all.py [W1 W2 ...] [--no-peers] [--threads N]
+    .venv/bin/python benchmarks/run_all.py [W1 W2 ... F] [--no-peers] [--threads N]
 
 For each workload W1-W5: the MXNet script (eager, hybridized, jit()) runs with this interpreter,
 then each peer (PyTorch eager and torch.compile, JAX jit; peer_torch.py, peer_jax.py) with the
@@ -12,6 +12,10 @@ then every system's time on every workload with the ratio of its time to jit()'s
 against the float64 NumPy reference (reference.py). A failed check is marked in its row and listed
 at the end, and makes the exit status 1, as does a script that fails. Compare ratios, not absolute
 times across runs (shared, noisy machine).
+
+F is @minpy_jit.function (function_workloads.py): W1, W3 and W4 written as decorated functions,
+each against eager, hybridized and jit() in one run, and the cost of a guard check; it runs when
+no workload is named, or when F is.
 
 Threads: every system runs with its defaults (torch and JAX use both cores) unless `--threads N`
 sets OMP_NUM_THREADS and MKL_NUM_THREADS (MXNet's and torch's OpenMP, torch's intra-op pool) and
@@ -37,6 +41,7 @@ MXNET_SCRIPTS = {"W1": "w1_small_ops.py", "W2": "w2_elementwise.py", "W3": "w3_m
 # peer name -> (script, the module it needs)
 PEERS = {"torch": ("peer_torch.py", "torch"), "jax": ("peer_jax.py", "jax")}
 MXNET_NAMES = {"eager": "MXNet eager", "hybrid": "MXNet hybridized", "jit": "minpy_jit jit()"}
+FUNCTION_SCRIPT = "function_workloads.py"
 
 
 def fmt(v):
@@ -133,6 +138,22 @@ def w2_bandwidth(mx, peers):
           + ", ".join(parts))
 
 
+def function_table(s):
+    """The @minpy_jit.function rows: each form against eager, hybridized and jit(), and the guard check."""
+    rows = []
+    for r in s["rows"]:
+        if "function" in r:
+            rows.append([r["workload"], r["unit"], fmt(r["eager"]), fmt(r["hybrid"]), fmt(r["jit"]),
+                         fmt(r["function"]), timing.ratio(r["hybrid"], r["function"]),
+                         timing.ratio(r["jit"], r["function"]), r["target"]])
+    timing.table(rows, ["workload", "unit", "eager", "hybridized", "jit()", "@function", "hybrid/function",
+                        "jit/function", "target"])
+    for r in s["rows"]:
+        if "guard_ns" in r:
+            print("guard check on 10 array arguments: %.0f ns (target %s); a whole decorated call %.2f us"
+                  % (r["guard_ns"], r["target"], r["call_us"]))
+
+
 def thread_env(n):
     """Environment variables that give every system `n` compute threads."""
     return {"OMP_NUM_THREADS": str(n), "MKL_NUM_THREADS": str(n),
@@ -145,14 +166,17 @@ def main():
     if "--threads" in args:
         os.environ.update(thread_env(int(args[args.index("--threads") + 1])))
     with_peers = "--no-peers" not in args
-    workloads = [a for a in args if a in WORKLOADS] or list(WORKLOADS)
+    workloads = [a for a in args if a in WORKLOADS] or ([] if "F" in args else list(WORKLOADS))
+    with_function = "F" in args or not any(a in WORKLOADS for a in args)
     notes, failed = [], []
     peer_py = peers_python() if with_peers else None
     peers_found = available_peers(peer_py, notes) if with_peers else {}
     if not with_peers:
         notes.append("peers not run (--no-peers)")
-    mx, peers, peer_env = {}, {}, {}
+    mx, peers, peer_env, function = {}, {}, {}, None
     with tempfile.TemporaryDirectory() as tmp:
+        if with_function:
+            function = run_script(sys.executable, FUNCTION_SCRIPT, [], tmp, failed)
         for w in workloads:
             s = run_script(sys.executable, MXNET_SCRIPTS[w], [], tmp, failed)
             if s:
@@ -190,6 +214,10 @@ def main():
                                    s["record_us_per_op"] - s["wrapper_us_per_op"], s["compile_ms"]))
     if "W3" in mx:
         print("W3 peak RSS MB: " + ", ".join("%s %.1f" % kv for kv in sorted(mx["W3"]["rss_mb"].items())))
+    if function:
+        print()
+        print("@minpy_jit.function (the workload written as one decorated function; ratios > 1 mean it is faster)")
+        function_table(function)
     print()
     print("All systems (time in each workload's unit; time / jit() > 1 means jit() is faster; compile s: "
           "first call, outside the timed region)")
