@@ -158,3 +158,62 @@ def test_dropout_in_train_mode_draws_as_eager():
             want = net(x)
         assert_same(want, got)
     assert_same(net(x), f(x))  # predict mode: another variant
+
+
+def test_trainer_step_is_replayed_with_its_counters_and_flags():
+    """Trainer.step is a known call: its update ops are replayed, the optimizer's update
+    counts are stepped, the weights' fresh-gradient flags cleared -- as a Python step does."""
+    def setup():
+        net = mlp(5)
+        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.5,
+                                                                 "wd": 0.01})
+
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()  # (L2Loss reshapes its label: a view, a boundary)
+    (n1, t1), (n2, t2) = setup(), setup()
+    x, y = arr(rand(6, 8)), arr(np.arange(6, dtype=np.float32) % 4)
+
+    def step(net, trainer, x, y):
+        with autograd.record():
+            loss = loss_fn(net(x), y).mean()
+        loss.backward()
+        trainer.step(1)
+        return loss
+
+    fstep = minpy_jit.function(step)
+    for i in range(5):
+        if i == 3:  # a new learning rate: the optimizer's lr is a guard
+            t1.set_learning_rate(0.02)
+            t2.set_learning_rate(0.02)
+        assert_same(step(n2, t2, x, y), fstep(n1, t1, x, y))
+        for p1, p2 in zip(n1.collect_params().values(), n2.collect_params().values()):
+            assert_same(p2.data(), p1.data())
+            assert p1.data()._fresh_grad == p2.data()._fresh_grad
+        o1, o2 = t1._optimizer, t2._optimizer
+        assert (o1.num_update, o1._index_update_count) == (o2.num_update, o2._index_update_count)
+    assert not fstep.breaks, fstep.messages  # first-step effects (initialisation, momentum states) pass
+    frag = fstep.fragments[-1]
+    assert frag.info()["hits"] >= 1, frag.info()
+    assert any("optimizer" in g["what"] for v in frag.info()["variants"] for g in v["guards"])
+
+
+def test_trainer_step_without_a_new_gradient_raises_as_eager():
+    net = mlp(6)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    x = arr(rand(3, 8))
+
+    @minpy_jit.function
+    def step(x):
+        with autograd.record():
+            loss = net(x).sum()
+        loss.backward()
+        trainer.step(1)
+        return loss
+
+    @minpy_jit.function
+    def update_only():
+        trainer.step(1)
+
+    for _ in range(3):
+        step(x)
+    with pytest.raises(UserWarning, match="has not been updated by backward"):
+        update_only()

@@ -72,7 +72,7 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   const int state = h ? PyObject_IsTrue(argv[1]) : -1;
   if (state < 0) return nullptr;
   try {
-    note_data_access("NDArray._fresh_grad set");
+    note_data_access(kGradStateSet);
     if (R->pending || launches_in_flight()) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
   } catch (py::error_already_set& e) {
     e.restore();

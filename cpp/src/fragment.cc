@@ -37,6 +37,7 @@ struct Capture {
   int ordinal = 0;             // the thread's flush count at the start
   bool rec = false, train = false, np = false;
   bool strict = false;         // ahead of time: a data access is an error, not a note
+  bool grad_state_ok = false;  // inside a Trainer.step the capture models: its flag writes are effects
   std::string touched;         // the first data access seen, "" if none
   int touched_loc = -1;        // ... and the user's line that made it
   uint64_t fallbacks = 0;      // eager fallbacks counted at the start
@@ -174,6 +175,12 @@ bool walk_node(const Variant& v, size_t& i, PyObject* val, Walk& w, bool record 
       ok = len == n.len;
       break;
     }
+    case GuardNode::kFreshGrad: {  // a precondition of the call: at the end of a capture it is cleared
+      int fresh = 0;
+      NDArrayHandle h = is_ndarray(val) ? handle_of(val) : nullptr;
+      ok = record || (h && MXNDArrayGetGradState(h, &fresh) == 0 && fresh == 1);
+      break;
+    }
   }
   if (!ok) {
     w.fail_node = static_cast<int>(me);
@@ -203,6 +210,10 @@ bool walk_node(const Variant& v, size_t& i, PyObject* val, Walk& w, bool record 
       case GuardNode::kIndex:
         cv = PyList_Check(val) ? PyList_GET_ITEM(val, child.index) : PyTuple_GET_ITEM(val, child.index);
         Py_XINCREF(cv);
+        break;
+      case GuardNode::kSelf:
+        cv = val;
+        Py_INCREF(cv);
         break;
       case GuardNode::kDictEntry: {  // entries in insertion order: same keys, same order
         PyObject *k = nullptr, *item = nullptr;
@@ -345,6 +356,9 @@ std::string describe_failure(const Variant& v, const Walk& w) {
       got = "length " + std::to_string(n.len) + " -> " + std::to_string(len);
       break;
     }
+    case GuardNode::kFreshGrad:
+      got = "has no new gradient since the last step (Trainer.step would raise)";
+      break;
   }
   return what + " " + got + at;
 }
@@ -402,18 +416,27 @@ PyObject* build_result(const Variant& v, size_t& i, const std::vector<PyObject*>
   return nullptr;
 }
 
-// Python attributes the statements step by a constant (see Effect).
+// What the statements change besides arrays (see Effect).
 bool apply_effects(const Variant& v, const Walk& w) {
   for (const Effect& e : v.effects) {
     PyObject* obj = w.kept[e.kept];
-    PyObject* cur = PyObject_GetAttr(obj, e.attr.ptr());
+    if (e.kind == Effect::kClearGrad) {
+      NDArrayHandle h = handle_of(obj);
+      if (MXNDArraySetGradState(h, 0) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, MXGetLastError());
+        return false;
+      }
+      continue;
+    }
+    const bool attr = e.kind == Effect::kAttrDelta;
+    PyObject* cur = attr ? PyObject_GetAttr(obj, e.key.ptr()) : PyObject_GetItem(obj, e.key.ptr());
     if (!cur) return false;
     PyObject* d = PyLong_FromLongLong(e.delta);
     PyObject* next = PyNumber_Add(cur, d);
     Py_DECREF(cur);
     Py_DECREF(d);
     if (!next) return false;
-    int rc = PyObject_SetAttr(obj, e.attr.ptr(), next);
+    int rc = attr ? PyObject_SetAttr(obj, e.key.ptr(), next) : PyObject_SetItem(obj, e.key.ptr(), next);
     Py_DECREF(next);
     if (rc < 0) return false;
   }
@@ -737,6 +760,7 @@ GuardNode::Access parse_access(const std::string& s) {
   if (s == "item") return GuardNode::kItem;
   if (s == "index") return GuardNode::kIndex;
   if (s == "entry") return GuardNode::kDictEntry;
+  if (s == "self") return GuardNode::kSelf;
   throw std::invalid_argument("unknown guard access " + s);
 }
 
@@ -748,6 +772,7 @@ GuardNode::Kind parse_kind(const std::string& s) {
   if (s == "seq") return GuardNode::kSeq;
   if (s == "dict") return GuardNode::kDict;
   if (s == "len") return GuardNode::kLen;
+  if (s == "freshgrad") return GuardNode::kFreshGrad;
   throw std::invalid_argument("unknown guard kind " + s);
 }
 
@@ -1021,9 +1046,11 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
     }
     v->result.push_back(std::move(n));
   }
-  for (auto item : effects) {
+  for (auto item : effects) {  // (kind, kept slot, key, delta)
     py::tuple e = item.cast<py::tuple>();
-    v->effects.push_back({e[0].cast<int>(), e[1], e[2].cast<long long>()});
+    const std::string kind = e[0].cast<std::string>();
+    Effect::Kind k = kind == "attr" ? Effect::kAttrDelta : kind == "item" ? Effect::kItemDelta : Effect::kClearGrad;
+    v->effects.push_back({k, e[1].cast<int>(), e[2], e[3].cast<long long>()});
   }
 
   // The structural key, as a flush of the same trace would compute it (shares executors).
@@ -1039,7 +1066,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
 
 py::dict guard_info(const GuardNode& n) {
   py::dict d;
-  static const char* kinds[] = {"array", "value", "id", "type", "seq", "dict", "len"};
+  static const char* kinds[] = {"array", "value", "id", "type", "seq", "dict", "len", "freshgrad"};
   d["kind"] = kinds[n.kind];
   d["what"] = n.what;
   d["where"] = n.where;
@@ -1065,6 +1092,9 @@ py::dict guard_info(const GuardNode& n) {
       break;
     case GuardNode::kLen:
       cond = "length " + std::to_string(n.len);
+      break;
+    case GuardNode::kFreshGrad:
+      cond = "gradient written since the last Trainer step";
       break;
   }
   d["check"] = cond;
@@ -1126,6 +1156,7 @@ bool capture_open() { return !captures.empty(); }
 
 void note_data_access(const char* what) {
   if (captures.empty() || !captures.back().touched.empty()) return;
+  if (captures.back().grad_state_ok && std::strcmp(what, kGradStateSet) == 0) return;
   captures.back().touched = what;
   captures.back().touched_loc = R->sources.capture();
   if (captures.back().strict)  // compiling ahead of time: nothing may run on the placeholders
@@ -1195,6 +1226,11 @@ void register_fragment_api(py::module_& m) {
     captures.pop_back();
     F->capturing = false;
     --me().capturing;
+  });
+
+  m.def("fragment_capture_allow_grad_state", [](bool ok) {
+    // capture.py runs a Trainer.step it models: the fresh-gradient flags it clears are effects
+    if (!captures.empty()) captures.back().grad_state_ok = ok;
   });
 
   m.def("fragment_discard_trace", []() {

@@ -41,8 +41,9 @@ namespace py = pybind11;
 // reached from its parent's value (a root is an input of the fragment call).
 struct GuardNode {
   // kItem: an entry of the parent object's instance __dict__ (a plain attribute, read
-  // without the attribute protocol); kDictEntry: the next entry of a dict, by key.
-  enum Access : uint8_t { kRoot, kAttr, kItem, kIndex, kDictEntry };
+  // without the attribute protocol); kDictEntry: the next entry of a dict, by key; kSelf:
+  // the parent's value again (a second check on it).
+  enum Access : uint8_t { kRoot, kAttr, kItem, kIndex, kDictEntry, kSelf };
   enum Kind : uint8_t {
     kArray,     // an NDArray of exactly `type` with aval `aval`; a graph input (leaf)
     kValue,     // exact `type` and equal value (floats compared bit for bit)
@@ -51,6 +52,7 @@ struct GuardNode {
     kSeq,       // list or tuple of exactly `type` and length `len`; children are its items
     kDict,      // dict of length `len` whose children are entries (kDictEntry by key)
     kLen,       // len(value) == len
+    kFreshGrad, // an NDArray whose gradient was written since the last Trainer step (_fresh_grad)
   };
   Access access = kRoot;
   Kind kind = kType;
@@ -76,11 +78,15 @@ struct ResultNode {
   py::object value;       // kConst
 };
 
-// An attribute the statements change by a constant step (a Gluon RecurrentCell's call
-// counter): replay adds `delta` to it, as running the statements would have.
+// What the statements change besides arrays, repeated by each replay as running them would:
+//   kAttrDelta  an attribute stepped by a constant (RecurrentCell._counter, Optimizer.num_update);
+//   kItemDelta  a dict entry stepped likewise (Optimizer._index_update_count[i]);
+//   kClearGrad  an array's fresh-gradient flag cleared (what Trainer.step does to each weight).
 struct Effect {
-  int kept = -1;          // kept slot of the object
-  py::object attr;        // attribute name
+  enum Kind : uint8_t { kAttrDelta, kItemDelta, kClearGrad };
+  Kind kind = kAttrDelta;
+  int kept = -1;          // kept slot of the object (the array for kClearGrad)
+  py::object key;         // attribute name, or dict key
   long long delta = 0;
 };
 
@@ -132,6 +138,7 @@ void register_fragment_api(py::module_& m);
 // A C API call that may touch array data was made (intercept.py's guarded library):
 // a capture running on this thread cannot be replayed.
 void note_data_access(const char* what);
+constexpr const char* kGradStateSet = "NDArray._fresh_grad set";  // the cause bindings.cc passes
 bool capture_open();  // a capture is running on this thread
 
 }  // namespace minpy

@@ -29,7 +29,11 @@ import numpy as np
 from mxnet.context import Context
 from mxnet.gluon.block import Block
 from mxnet.gluon.parameter import Parameter
+from mxnet.gluon.trainer import Trainer
 from mxnet.ndarray.ndarray import NDArray
+from mxnet.optimizer import SGD, Updater
+
+from .. import _core
 
 from .analyze import _is_mxnet_op
 from .codegen import UNBOUND
@@ -81,6 +85,14 @@ PURE_METHODS = {
 BLOCK_COUNTERS = {"_counter"}
 # Block attributes whose contents are guarded through other entries, or do not influence a call
 BLOCK_SKIPPED = {"_params", "_scope", "_cached_op_args", "_flags", "_backend_opts", "_callback"}
+
+# Optimizers whose update reads none of the counters Trainer.step advances (with no lr_scheduler):
+# a captured step replays exactly, the counters are stepped as effects.
+TRAINER_OPTIMIZERS = (SGD,)
+# Plain attributes of the trainer, its optimizer and updater a step changes: the call counters
+# (effects), the gradient rescale it sets (the same value for the same batch size).
+TRAINER_COUNTERS = {"num_update"}
+TRAINER_SET_EACH_STEP = {"rescale_grad"}
 
 AUG = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
        "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "<<=": operator.ilshift,
@@ -145,6 +157,7 @@ class Capture:
         self.prov = {}           # id(object) -> Node: objects reached from the inputs
         self.keep_alive = []
         self.refusal = None      # (reason, line)
+        self.transient = False   # the refusal may not happen again (see refuse)
         self.nodes = 0
         self.nkeep = 0
         self.blocks = {}         # id(block) -> (node, block, snapshot of every block below it)
@@ -223,9 +236,13 @@ class Capture:
             f = f.f_back
         return None
 
-    def refuse(self, reason):
+    def refuse(self, reason, transient=False):
+        """The capture cannot be replayed. `transient`: the reason may be a first-call effect
+        (initialisation on a first step or call), so the statement is split off only if it
+        happens again."""
         if self.refusal is None:
             self.refusal = (reason, self.line())
+            self.transient = transient
         if self.strict:
             raise Refusal(reason)
 
@@ -329,7 +346,7 @@ class Capture:
                 continue
             old_attrs = old[1]
             if set(old_attrs) != set(attrs):
-                self.refuse("calling `%s` added or removed attributes of a block" % n.path)
+                self.refuse("calling `%s` added or removed attributes of a block" % n.path, transient=True)
                 continue
             for k, v in attrs.items():
                 ov = old_attrs[k]
@@ -340,14 +357,133 @@ class Capture:
                     if node is None:
                         self.refuse("calling `%s` changed a counter of a block it cannot find again" % n.path)
                         continue
-                    e = self.effects.setdefault((id(node), k), [node, k, 0])
-                    e[2] += v - ov
+                    e = self.effects.setdefault(("attr", id(node), k), ["attr", node, k, 0])
+                    e[3] += v - ov
                     continue
-                self.refuse("calling `%s` changed the block attribute `%s`" % (n.path, k))
+                self.refuse("calling `%s` changed the block attribute `%s`" % (n.path, k), transient=True)
 
     def _block_node(self, blk):
         n = self.prov.get(id(blk))
         return n
+
+    # ------------------------------------------------------------ Trainer.step
+
+    def call_trainer_step(self, trainer, n, args, kwargs):
+        """Trainer.step modelled as a known call: guards on everything it reads (its
+        parameters' arrays and gradients, their fresh-gradient flags, the optimizer's and
+        updater's attributes and states), its update ops recorded, and what else it changes
+        -- the update counters and the fresh-gradient flags -- kept as effects of the replay."""
+        why = _trainer_unsupported(trainer, args, kwargs) if n is not None else "calls a Trainer not from the inputs"
+        if why:
+            self.refuse("calls Trainer.step(): %s" % why, transient=why.startswith("the trainer is initialised"))
+            return trainer.step(*args, **kwargs)
+        if id(trainer) in self.blocks:
+            self.refuse("calls Trainer.step() twice")
+            return trainer.step(*args, **kwargs)
+        fresh = self.add_trainer_guards(n, trainer)
+        self.blocks[id(trainer)] = (n, trainer)
+        before = _trainer_snapshot(trainer)
+        _core.fragment_capture_allow_grad_state(True)
+        try:
+            out = trainer.step(*args, **kwargs)
+        finally:
+            _core.fragment_capture_allow_grad_state(False)
+        after = _trainer_snapshot(trainer)
+        self.trainer_effects(n, trainer, before, after)
+        for node, arr in fresh:
+            if arr._fresh_grad:
+                self.refuse("Trainer.step() left a fresh gradient flag set")
+            self.effects[("cleargrad", id(node), None)] = ["cleargrad", node, None, 0]
+        return out
+
+    def _items(self, parent, obj, names):
+        """Guards on plain attributes of obj (values, arrays, containers of them), by name."""
+        out = {}
+        d = vars(obj)
+        for k in names:
+            if k in d:
+                c = self.node("item", k, d[k], "%s.%s" % (parent.path, k), "`%s.%s`" % (parent.path, k))
+                parent.children.append(c)
+                parent.attrs[("item", k)] = c
+                out[k] = c
+        return out
+
+    def add_trainer_guards(self, n, trainer):
+        """The trainer's state as step() reads it; returns [(array node, array)] of the weights
+        whose fresh-gradient flag step() checks and clears."""
+        d = vars(trainer)
+        scalars = [k for k, v in d.items() if is_value(v)]
+        self._items(n, trainer, scalars + ["_contexts", "_params_to_init"])
+        fresh = []
+        params = Node("item", "_params", "seq", d["_params"], n.path + "._params", "parameters of `%s`" % n.path,
+                      typ=list, length=len(d["_params"]))
+        n.children.append(params)
+        for i, p in enumerate(d["_params"]):
+            pn = Node("index", i, "type", p, "%s._params[%d]" % (n.path, i), "parameter `%s`" % p.name, typ=type(p))
+            params.children.append(pn)
+            pd = vars(p)
+            items = self._items(pn, p, ["_data", "_grad", "_grad_req", "lr_mult", "wd_mult", "_stype",
+                                        "_grad_stype"])
+            if pd.get("_grad_req") != "null" and "_data" in items:
+                for c, arr in zip(items["_data"].children, pd["_data"]):
+                    c.children.append(Node("self", 0, "freshgrad", arr, c.path, "gradient of `%s`" % p.name))
+                    fresh.append((c, arr))
+        opt = d["_optimizer"]
+        on = Node("item", "_optimizer", "type", opt, n.path + "._optimizer", "optimizer of `%s`" % n.path, typ=type(opt))
+        n.children.append(on)
+        self.register(on, opt)
+        od = vars(opt)
+        names = [k for k, v in od.items() if k not in TRAINER_COUNTERS and (
+            is_value(v) or (type(v) is tuple and all(is_value(x) for x in v)))]
+        self._items(on, opt, names + ["lr_mult", "wd_mult", "idx2name"])
+        pdict = Node("item", "param_dict", "dict", od["param_dict"], on.path + ".param_dict", "`%s.param_dict`" % on.path,
+                     typ=dict, length=len(od["param_dict"]))
+        on.children.append(pdict)
+        for k, p in od["param_dict"].items():
+            c = Node("entry", k, "type", p, "%s[%r]" % (pdict.path, k), "`%s[%r]`" % (pdict.path, k), typ=type(p))
+            pdict.children.append(c)
+            self._items(c, p, ["lr_mult", "wd_mult"])
+        counts = Node("item", "_index_update_count", "type", od["_index_update_count"], on.path + "._index_update_count",
+                      "update counts of `%s`" % on.path, typ=dict)
+        on.children.append(counts)
+        on.attrs[("item", "_index_update_count")] = counts
+        ups = Node("item", "_updaters", "seq", d["_updaters"], n.path + "._updaters", "updaters of `%s`" % n.path, typ=list,
+                   length=len(d["_updaters"]))
+        n.children.append(ups)
+        for i, u in enumerate(d["_updaters"]):
+            un = Node("index", i, "type", u, "%s[%d]" % (ups.path, i), "updater %d of `%s`" % (i, n.path), typ=type(u))
+            ups.children.append(un)
+            self._items(un, u, ["states", "states_synced", "aggregate_updates"])
+        return fresh
+
+    def trainer_effects(self, n, trainer, before, after):
+        opt = trainer._optimizer
+        on = n.attrs.get(("item", "_optimizer")) or next(c for c in n.children if c.arg == "_optimizer")
+        for key in before:
+            if key == "counts":
+                continue  # below: per-parameter counter steps
+            (obj, old), (_, new) = before[key], after[key]
+            if set(old) != set(new):
+                self.refuse("Trainer.step() added or removed attributes of %s" % type(obj).__name__, transient=True)
+                continue
+            for k, v in new.items():
+                ov = old[k]
+                if ov is v or (is_value(v) and type(v) is type(ov) and v == ov):
+                    continue
+                if obj is opt and k in TRAINER_COUNTERS and type(v) is int and type(ov) is int:
+                    e = self.effects.setdefault(("attr", id(on), k), ["attr", on, k, 0])
+                    e[3] += v - ov
+                    continue
+                self.refuse("Trainer.step() changed `%s` of its %s" % (k, type(obj).__name__), transient=True)
+        counts = on.attrs[("item", "_index_update_count")]
+        old_counts, new_counts = before["counts"][1], after["counts"][1]
+        if set(old_counts) != set(new_counts):
+            self.refuse("Trainer.step() counted a parameter for the first time", transient=True)
+            return
+        for k, v in new_counts.items():
+            if v != old_counts[k]:
+                e = self.effects.setdefault(("item", id(counts), k), ["item", counts, k, 0])
+                e[3] += v - old_counts[k]
 
     # ------------------------------------------------------------ the end
 
@@ -382,11 +518,47 @@ class Capture:
         """(guard spec, result arrays, result spec, effects) for fragment_capture_end."""
         spec, arrays = [], []
         self.result_spec(result, spec, arrays)
-        effects = [(self.keep(node), attr, delta) for node, attr, delta in self.effects.values() if delta]
+        effects = [(kind, self.keep(node), key, delta) for kind, node, key, delta in self.effects.values()
+                   if delta or kind == "cleargrad"]
         guards = []
         for r in self.roots:
             r.emit(guards)
         return guards, arrays, spec, effects
+
+
+def _trainer_unsupported(trainer, args, kwargs):
+    """Why a Trainer.step call cannot be replayed as a known call, or None."""
+    if type(trainer) is not Trainer:
+        return "a Trainer subclass"
+    if kwargs.get("ignore_stale_grad", args[1] if len(args) > 1 else False):
+        return "ignore_stale_grad=True"
+    if not trainer._kv_initialized or trainer._params_to_init:
+        return "the trainer is initialised on its first step"
+    if trainer._kvstore is not None or trainer._update_on_kvstore:
+        return "it updates through a kvstore"
+    if getattr(trainer, "_amp_loss_scaler", None) is not None:
+        return "it has an AMP loss scaler"
+    if len(trainer._updaters) != 1 or type(trainer._updaters[0]) is not Updater:
+        return "it updates on several contexts"
+    opt = trainer._optimizer
+    if type(opt) not in TRAINER_OPTIMIZERS:
+        return "its optimizer %s reads its update counts" % type(opt).__name__
+    if opt.lr_scheduler is not None:
+        return "its learning rate follows a scheduler"
+    if trainer._contains_sparse_weight or trainer._contains_sparse_grad:
+        return "it has sparse parameters"
+    return None
+
+
+def _trainer_snapshot(trainer):
+    """The plain attributes of a trainer, its optimizer and updaters, and the update counts."""
+    opt = trainer._optimizer
+    out = {"trainer": (trainer, dict(vars(trainer))), "optimizer": (opt, dict(vars(opt)))}
+    for i, u in enumerate(trainer._updaters):
+        out["updater%d" % i] = (u, dict(vars(u)))
+        out["states%d" % i] = (u.states, {k: v for k, v in u.states.items()})
+    out["counts"] = (opt._index_update_count, dict(opt._index_update_count))
+    return out
 
 
 def _untrusted_block(block):
@@ -534,8 +706,10 @@ def method(obj, name, *args, **kwargs):
         if c is None:
             c = cap.attr(n, "_data", vars(obj).get("_data"), access="item")
         return getattr(obj, name)(*args, **kwargs)
-    if isinstance(obj, Block) and name in ("__call__", "forward") and name == "__call__":
+    if isinstance(obj, Block) and name == "__call__":
         return cap.call_block(obj, args, kwargs)
+    if isinstance(obj, Trainer) and name == "step":
+        return cap.call_trainer_step(obj, n, args, kwargs)
     bound = getattr(obj, name)
     if isinstance(bound, types.FunctionType):  # a function stored on an object (not a method)
         if n is not None:

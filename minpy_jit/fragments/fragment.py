@@ -99,6 +99,7 @@ class Fragment:
             else:
                 result = self._capture_run(cap, args)
                 refusal = cap.refusal
+                static = not cap.transient
                 if refusal is None:
                     try:
                         guards, arrays, spec, effects = cap.finish(result)

@@ -141,7 +141,7 @@ class Function:
         self.log("%s cannot be replayed: %s%s" % (fragment.label(), reason,
                                                   " (line %d)" % line if line else ""))
         if at is not None and fragment is self._fragment_of(fragment):
-            key = (fragment.spec.index, at)
+            key = (fragment.spec.index, at, reason)  # the same reason again: not a one-off
             seen = self._pending_breaks.get(key, 0) + 1
             self._pending_breaks[key] = seen
             if static or seen >= 2:
