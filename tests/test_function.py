@@ -517,3 +517,52 @@ def test_explain_lists_fragments_boundaries_guards_and_graphs():
     src = e.fragments[0].to_python()
     assert "relu" in src and src.startswith("def fragment_0_variant0(")
     assert "def f(x, n):" in e.source and "__mj_f0(" in e.source
+
+
+def test_last_fragment_of_a_scoped_function_launches_directly_and_matches():
+    """A function with boundaries runs in a scope of its own; its fragment that ends the function
+    (or is followed by a statement that flushes) launches its graph directly when nothing is
+    recorded yet, and one followed by more recorded Python is appended to the trace."""
+    @minpy_jit.function
+    def f(x, w):
+        if x.shape[0] > 10:            # boundary decided on a shape, not taken: nothing recorded
+            x = x * 3
+        h = nd.relu(nd.dot(x, w) + 1)  # flush follows: the function returns
+        return h * 2
+
+    @minpy_jit.function
+    def g(x, w):
+        h = nd.dot(x, w) * 0.5         # appended: more recorded Python follows
+        print("", end="")              # boundary that does not flush
+        h = h + x.sum()                # recorded by the function's own scope
+        return h
+
+    x, w = arr(rand(4, 3, seed=1)), arr(rand(3, 3, seed=2))
+    both(f, x, w, calls=4)
+    f_info = _core.fragment_info(f.fragments[-1].handle)
+    assert f_info["direct"] == 3 and f_info["appended"] == 0, f_info
+    both(g, x, w, calls=4)
+    g_info = _core.fragment_info(g.fragments[0].handle)
+    assert g_info["appended"] == 3 and g_info["direct"] == 0, g_info
+
+
+def test_direct_launch_in_own_scope_under_autograd_gives_eager_gradients():
+    @minpy_jit.function
+    def loss_of(x, w):
+        if x.shape[1] == 7:            # not taken: the return fragment launches directly
+            w = w * 1.0
+        return (nd.tanh(nd.dot(x, w)) ** 2).sum()
+
+    x = arr(rand(4, 3, seed=3))
+    grads = []
+    for fn in (loss_of, loss_of.original, loss_of, loss_of):
+        w = arr(rand(3, 2, seed=4))
+        w.attach_grad()
+        with autograd.record():
+            out = fn(x, w)
+        out.backward()
+        grads.append((out.asnumpy(), w.grad.asnumpy()))
+    for got in grads[2:] + grads[:1]:
+        assert_same(grads[1][0], got[0])
+        assert_same(grads[1][1], got[1])
+    assert _core.fragment_info(loss_of.fragments[-1].handle)["direct"] >= 1

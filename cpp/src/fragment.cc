@@ -710,7 +710,8 @@ PyObject* fragment_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
       }
       if (ts.depth > 0 && ts.site && ts.site->eager) return call_python(*F, Pending::kPlain, args, nargs);
       PyObject* out = nullptr;
-      if (ts.depth > 0) {
+      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && ts.trace.empty());
+      if (!direct) {
         out = replay_append(ts, *v, w);
         ++F->appended;
         ++counters.appended;
@@ -723,8 +724,11 @@ PyObject* fragment_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
       if (out) {
         ++F->hits;
         ++v->hits;
-        if (k > 0) {  // most recently used first
-          F->variants.erase(F->variants.begin() + static_cast<long>(k));
+        // Most recently used first. Found again by pointer: Python run by the guard walk (a
+        // property) may have let another thread change the list meanwhile.
+        auto at = std::find(F->variants.begin(), F->variants.end(), v);
+        if (at != F->variants.end() && at != F->variants.begin()) {
+          F->variants.erase(at);
           F->variants.insert(F->variants.begin(), v);
         }
       }
@@ -1266,6 +1270,7 @@ void register_fragment_api(py::module_& m) {
   }, py::arg("cap"), py::arg("compile_graphs") = false);
 
   m.def("fragment_set_disabled", [](py::handle cap, bool off) { state_of(cap)->disabled = off; });
+  m.def("fragment_set_direct_in_own_scope", [](py::handle cap, bool on) { state_of(cap)->direct_in_own_scope = on; });
   m.def("fragment_clear", [](py::handle cap) {
     FragmentState* F = state_of(cap);
     F->variants.clear();

@@ -128,6 +128,10 @@ struct FragmentState {
   std::vector<std::shared_ptr<Variant>> variants;  // most recently used first
   bool disabled = false;          // demoted: every call runs the statements in Python
   bool capturing = false;         // a capture of this fragment is running
+  // The fragment's function runs in a jit() scope of its own and a flush follows the fragment
+  // at once (the function ends, or .backward()/.asnumpy()... comes next): called in that scope
+  // alone with nothing recorded yet, it launches its graph directly instead of appending.
+  bool direct_in_own_scope = false;
   uint64_t calls = 0, hits = 0, misses = 0, appended = 0, direct = 0;
   std::string last_miss;          // why the last miss missed ("" for a first call)
 };

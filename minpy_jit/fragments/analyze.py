@@ -73,6 +73,7 @@ class FragmentSpec:
         self.returns = False      # ends with `return <value>`: the value is the last output
         self.returns_none = False  # ends with a bare `return`
         self.in_loop = False
+        self.flush_follows = False  # the function ends, or a statement that flushes comes next
         self.first_line = stmts[0].lineno
         self.last_line = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in stmts)
 
@@ -86,6 +87,9 @@ class Boundary:
     """A statement that stays Python, and why."""
 
     def __init__(self, stmt, reason):
+        # an expression statement reading array data or running backward: it flushes
+        self.flushes = isinstance(stmt, ast.Expr) and reason.startswith("calls .") and any(
+            reason.startswith("calls .%s()" % m) for m in DATA_METHODS)
         self.stmt = stmt
         self.line = stmt.lineno
         self.last_line = getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno
@@ -589,7 +593,23 @@ def analyze(fn, breaks=None):
     _plan_block(plan, tree.body, set(plan.params), in_loop=False)
     for frag in plan.fragments:
         _finish_fragment(plan, frag)
+    _mark_flush_follows(plan)
     return plan
+
+
+def _mark_flush_follows(plan):
+    """Fragments after which the function's scope flushes at once (see FragmentState)."""
+    flushing = {id(b.stmt) for b in plan.boundaries if b.flushes}
+    body = plan.tree.body
+    for frag in plan.fragments:
+        if frag.returns or frag.returns_none:
+            frag.flush_follows = True
+            continue
+        last = frag.stmts[-1]
+        for i, s in enumerate(body):
+            if s is last:
+                frag.flush_follows = i + 1 == len(body) or id(body[i + 1]) in flushing
+                break
 
 
 def _plan_block(plan, stmts, bound, in_loop):

@@ -77,6 +77,8 @@ class Function:
             return
         fragments = [Fragment(self, plan, spec) for spec in plan.fragments]
         scoped = not plan.single_fragment
+        for f in fragments:
+            _core.fragment_set_direct_in_own_scope(f.handle, scoped and f.spec.flush_follows)
         self.compiled = codegen.rewritten_function(plan, [f.call for f in fragments],
                                                    self._enter if scoped else None,
                                                    self._exit if scoped else None)
