@@ -99,6 +99,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
   try {
     if (capture_open())  // a @function fragment being captured touches array data: no replay
       note_data_access(py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1)).cast<std::string>().c_str());
+    if (ts.flushing) wait_for_foreign_flush(ts);  // this call must see that flush's results
     if (R->pending || launches_in_flight()) {
       std::string cause = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1));
       bool eager = false;

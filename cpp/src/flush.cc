@@ -2,6 +2,7 @@
 // reason for the miss), execution under the recorded autograd state, release.
 #include <algorithm>
 #include <cstdio>
+#include <chrono>
 #include <functional>
 
 #include "explain.h"
@@ -22,7 +23,10 @@ void log_line(const std::string& s) {
 
 struct FlushingGuard {
   ThreadState& ts;
-  explicit FlushingGuard(ThreadState& t) : ts(t) { ts.flushing = true; }
+  explicit FlushingGuard(ThreadState& t) : ts(t) {
+    ts.flushing = true;
+    ts.flusher = std::this_thread::get_id();
+  }
   ~FlushingGuard() { ts.flushing = false; }
 };
 
@@ -355,9 +359,20 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   R->stats.add_event(std::move(ev));
 }
 
+void wait_for_foreign_flush(ThreadState& ts) {
+  // `flushing` is only written with the GIL held, and is read here with it held.
+  while (ts.flushing && ts.flusher != std::this_thread::get_id()) {
+    py::gil_scoped_release nogil;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
   Trace& t = ts.trace;
-  if (ts.flushing) return;
+  if (ts.flushing) {  // already under way: on this thread (a nested call) or another one
+    wait_for_foreign_flush(ts);
+    return;
+  }
   ts.segment_anchor = 0;  // a segment cut sets it again once this returns
   if (t.nodes.empty()) {
     release_trace(t);

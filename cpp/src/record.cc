@@ -411,6 +411,7 @@ std::string str_of(PyObject* v) {
 py::object invoke(py::args args) {
   ThreadState& ts = me();
   if (args.size() != 7) return R->orig_invoke(*args);
+  if (ts.flushing) wait_for_foreign_flush(ts);  // this thread's ops come after its pending ones
   if (ts.in_mxnet || ts.flushing) return run_from_callback(ts, args);
   if (ts.depth == 0) return foreign_thread(ts) ? run_from_callback(ts, args) : R->orig_invoke(*args);
   struct Busy {
@@ -543,8 +544,12 @@ py::object record_call(ThreadState& ts, const py::args& args) {
                       (it != t.slots.end() || stype_of(h) == 0);
     if (same_place && target.ndim == src.ndim && std::equal(src.dims, src.dims + src.ndim, target.dims)) {
       TraceEmitter em(ts);
-      int v = target.dtype == src.dtype ? em.node("_copy", {}, {in[0]})
-                                        : em.node("Cast", {{"dtype", dtype_name(target.dtype)}}, {in[0]});
+      // Named attribute lists, not temporaries in a conditional: GCC 12 then warned that one
+      // of them might be destroyed uninitialised (-Wmaybe-uninitialized, a false positive).
+      std::vector<Attr> attrs_of_copy;
+      if (target.dtype != src.dtype) attrs_of_copy.push_back({"dtype", dtype_name(target.dtype)});
+      const std::vector<int> source{in[0]};
+      int v = em.node(target.dtype == src.dtype ? "_copy" : "Cast", std::move(attrs_of_copy), source);
       t.note_user_op(op.hash);
       mark.done = true;
       return bind_results(ts, {v}, {out}, out, is_np, as_list);

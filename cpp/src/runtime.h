@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -39,6 +40,7 @@ struct Site;
 struct ThreadState {
   int depth = 0;
   bool flushing = false;
+  std::thread::id flusher;  // the thread running this trace's flush, while `flushing`
   int busy = 0;  // inside invoke(): the trace may be half-updated; other threads must not flush it
   int in_mxnet = 0;  // guarded MXNet C API calls this thread is inside: Python running now is a callback
   signed char foreign = -1;  // a thread MXNet started (callbacks.cc: foreign_thread); -1 not yet known
@@ -146,6 +148,9 @@ std::string user_site();
 void log_line(const std::string& s);
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
 void flush_all(const std::string& cause, bool force_eager = false);
+// Another thread is flushing this trace: waits (without the GIL) until it has handed the
+// trace's work to MXNet, so that what this thread does next comes after it. No-op otherwise.
+void wait_for_foreign_flush(ThreadState& ts);
 
 // record.cc
 uint64_t hash_str(const std::string& s);
