@@ -5,7 +5,10 @@
     res = run_both(fn, x, seed=3)               # mx.random.seed(3) before each run
     res.stats                                   # minpy_jit.stats() delta of the jitted run
 """
+import faulthandler
 import numbers
+import os
+import sys
 
 import mxnet as mx
 import numpy as np
@@ -24,6 +27,30 @@ BIG = 10 ** 9  # recompile limit used while run_both's jit() scope runs
 # tests/stress/: the fuzz, soak, threads, shapes and interrupt campaigns run on demand (see its
 # README.md), never in the suite.
 collect_ignore = ["stress"]
+
+# A test that hangs (a deadlock with MXNet's engine threads, a child process that never ends)
+# prints every thread's stack and ends the run after this long, instead of holding CI until its
+# own time limit. The slowest test takes well under a minute on a loaded 2-core machine.
+HANG_LIMIT_S = 600
+
+
+def _uncaptured_stderr(config):
+    """pytest's copy of the real stderr (fd capture hides fd 2 from faulthandler), else ours."""
+    try:
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+        return os.fdopen(os.dup(config.stash[fault_handler_stderr_fd_key]), "w")
+    except Exception:  # another pytest version or -p no:faulthandler: stacks go to our stderr
+        return sys.stderr
+
+
+@pytest.fixture(autouse=True)
+def _hang_watchdog(request):
+    out = _uncaptured_stderr(request.config)
+    faulthandler.dump_traceback_later(HANG_LIMIT_S, exit=True, file=out)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+    if out is not sys.stderr:
+        out.close()
 
 
 def copy_args(args):
