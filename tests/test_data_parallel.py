@@ -136,7 +136,9 @@ def test_two_contexts_save_states_load_states(tmp_path, kvstore, update_on_kvsto
                          ids=["local-update-here", "device"])
 def test_two_contexts_kvstore_reset_by_moving_parameters(kvstore, update_on_kvstore):
     """Moving the parameters (reset_ctx) resets the Trainer's kvstore; the next step makes a
-    new one and initialises it from the moved weights."""
+    new one and initialises it from the moved weights. (The learning rate changes first, so the
+    update takes lr as an input; after the move, the Trainer's momenta stay on the old
+    contexts: MXNet's update reads them from there, and so must ours.)"""
     moved = [mx.cpu(2), mx.cpu(3)]
 
     def run(use_jit):
@@ -149,6 +151,8 @@ def test_two_contexts_kvstore_reset_by_moving_parameters(kvstore, update_on_kvst
         with J(use_jit):
             for i in range(4):
                 ctx = CTX if i < 2 else moved
+                if i == 1:
+                    trainer.set_learning_rate(0.05)
                 if i == 2:
                     net.collect_params().reset_ctx(moved)
                 _step(net, trainer, lossfn, xs[i], ys[i], ctx=ctx)
