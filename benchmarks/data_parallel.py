@@ -14,7 +14,9 @@ check that they end with the same weights.
 Reported per setup: ms per step and steps/s (medians of interleaved repeats; a timed call is 5 steps in a row
 then nd.waitall(), so that kvstore traffic may overlap the next step as it does in a training loop), the ratio of
 eager's time to jit()'s, jit()'s cache misses after its second step (0 = no recompiles in the
-steady state), and "kvstore+update ms": the time of trainer.step() alone with the engine
+steady state), the CPU time the process spent per step on all its threads (for the dist job:
+both workers' together; less noisy than wall time when the machine is shared), and
+"kvstore+update ms": the time of trainer.step() alone with the engine
 drained before and after (gradient reduction through the kvstore and the update; overlap
 hidden by the drain, so it is an upper bound of what a free-running step pays for it).
 
@@ -139,6 +141,19 @@ class _Nothing:
         return False
 
 
+def with_cpu_time(fn, log):
+    """fn as a timing section (returns its wall seconds) that also logs the CPU seconds this
+    process spent meanwhile, on all its threads (MXNet's engine workers included): on a
+    machine shared with other work, CPU time varies less than wall time."""
+    def section():
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t0
+        log.append(time.process_time() - c0)
+        return wall
+    return section
+
+
 def misses_after_step_two(setup, steps=8):
     """jit(): cache misses over `steps` more steps once two have run (the steady state)."""
     for _ in range(2):
@@ -188,18 +203,22 @@ def run_single_process(quick):
         misses = misses_after_step_two(setups["jit"])
         all_setups[name] = setups
         summary[name] = dict(checks=checks, jit_equals_eager=agree, misses_after_step_2=misses)
-    fns = {(n, m): s.steps for n, setups in all_setups.items() for m, s in setups.items()}
-    res = timing.compare(fns, repeats=7 if quick else 9)
+    cpu = {}
+    fns = {(n, m): with_cpu_time(s.steps, cpu.setdefault((n, m), [])) for n, setups in all_setups.items()
+           for m, s in setups.items()}
+    res = timing.compare(fns, repeats=7 if quick else 15, sections=True)
     fenced = timing.compare({k: all_setups[k[0]][k[1]].fenced_update for k in fns}, sections=True,
                             repeats=7, target=0.04)
     for name, _, _ in W3_SETUPS:
         ms = {m: res[(name, m)].median * 1e3 / STEPS_PER_CALL for m in MODES}
+        cpu_ms = {m: statistics.median(cpu[(name, m)]) * 1e3 / STEPS_PER_CALL for m in MODES}
         kv = {m: fenced[(name, m)].median * 1e3 for m in MODES}
         s = summary[name]
         ok = all(c["ok"] for c in s["checks"].values()) and s["jit_equals_eager"]
-        s.update(ms=ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], correct=ok)
+        s.update(ms=ms, cpu_ms=cpu_ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], correct=ok)
         rows.append([name, "%.3f" % ms["eager"], "%.3f" % ms["jit"], "%.0f" % (1e3 / ms["eager"]),
-                     "%.0f" % (1e3 / ms["jit"]), timing.ratio(ms["eager"], ms["jit"]), str(s["misses_after_step_2"]),
+                     "%.0f" % (1e3 / ms["jit"]), timing.ratio(ms["eager"], ms["jit"]),
+                     "%.2f / %.2f" % (cpu_ms["eager"], cpu_ms["jit"]), str(s["misses_after_step_2"]),
                      "%.3f / %.3f" % (kv["eager"], kv["jit"]), "yes" if ok else "NO: " + _why(s)])
     return rows, summary
 
@@ -213,10 +232,12 @@ def _why(s):
 
 # ------------------------------------------------------------------------------ dist_sync workers
 
-def dist_worker(out_dir, repeats, inner):
+def dist_worker(out_dir, repeats, inner, update_on):
     """One worker of the dist job: W3 on its half of the batch, eager and jit() steps timed in
     alternating blocks of `inner` steps (both workers run the same sequence: dist_sync steps
-    in lockstep), then fenced trainer.step() times. Writes rank<r>.json."""
+    in lockstep), then fenced trainer.step() times. update_on: 'server' (the Trainer's default
+    for dist kvstores: the servers run the optimizer) or 'workers' (update_on_kvstore=False:
+    the servers sum the gradients, each worker updates). Writes rank<r>.json."""
     kv = mx.kv.create("dist_sync")
     rank, workers = kv.rank, kv.num_workers
     x, y = w3_data()
@@ -225,7 +246,15 @@ def dist_worker(out_dir, repeats, inner):
     net = w3_net([mx.cpu()])
     # One net and one Trainer stepped both ways: a process has one dist kvstore, whose keys
     # are the Trainer's parameter indices. The Trainer divides by the whole batch.
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR}, kvstore=kv)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR}, kvstore=kv,
+                            update_on_kvstore=None if update_on == "server" else False)
+    # The kvstore initialised before the first step, with a wait for rank 0's push of the
+    # weights before the barrier (MXNet's lazy initialisation does not wait: see README).
+    trainer._check_and_rescale_grad(trainer._scale / BATCH)
+    trainer._init_kvstore()
+    trainer._init_params()
+    nd.waitall()
+    kv._barrier()
     setups = {m: Setup(m, [mx.cpu()], net, x, y, {}, trainer=trainer) for m in MODES}
     for s in setups.values():
         s.batch = BATCH
@@ -236,17 +265,17 @@ def dist_worker(out_dir, repeats, inner):
     per_step = {m: [] for m in MODES}
     kv_ms = {m: [] for m in MODES}
     minpy_jit.reset_stats()
+    cpu = {m: [] for m in MODES}
     for _ in range(repeats):
         for m in MODES:
-            t0 = time.perf_counter()
-            setups[m].steps(inner)
-            per_step[m].append((time.perf_counter() - t0) / inner * 1e3)
+            per_step[m].append(with_cpu_time(lambda: setups[m].steps(inner), cpu[m])() / inner * 1e3)
     st = minpy_jit.stats()
     for _ in range(repeats):
         for m in MODES:
             kv_ms[m].append(setups[m].fenced_update() * 1e3)
     weights = setups["eager"].weights()
     result = dict(rank=rank, ms={m: statistics.median(v) for m, v in per_step.items()},
+                  cpu_ms={m: statistics.median(v) / inner * 1e3 for m, v in cpu.items()},
                   spread={m: (max(v) - min(v)) / statistics.median(v) for m, v in per_step.items()},
                   kvstore_update_ms={m: statistics.median(v) for m, v in kv_ms.items()},
                   misses_after_step_2=misses, kvstore_stats=st["kvstore"],
@@ -255,10 +284,10 @@ def dist_worker(out_dir, repeats, inner):
         json.dump(result, f)
 
 
-def run_dist(quick):
+def run_dist(quick, update_on):
     out = tempfile.mkdtemp(prefix="minpy_dp_")
     repeats, inner = (7, 10) if quick else (9, 20)
-    cmd = [sys.executable, os.path.abspath(__file__), "--dist-worker", out, str(repeats), str(inner)]
+    cmd = [sys.executable, os.path.abspath(__file__), "--dist-worker", out, str(repeats), str(inner), update_on]
     env = {"PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     res = launcher.run(cmd, num_workers=2, num_servers=1, timeout=900, env=env, capture=True, check=False)
     if res.error:
@@ -267,12 +296,15 @@ def run_dist(quick):
     ranks = [json.load(open(os.path.join(out, "rank%d.json" % r))) for r in range(2)]
     agree = ranks[0]["checksum"] == ranks[1]["checksum"]
     ms = {m: max(r["ms"][m] for r in ranks) for m in MODES}  # a step ends when the slower worker's does
+    cpu_ms = {m: sum(r["cpu_ms"][m] for r in ranks) for m in MODES}  # both workers' CPU per step
     kv = {m: max(r["kvstore_update_ms"][m] for r in ranks) for m in MODES}
-    name = "2 dist_sync workers + 1 server (update on server)"
+    name = {"server": "2 dist_sync workers + 1 server (update on the server)",
+            "workers": "2 dist_sync workers + 1 server, update_on_kvstore=False"}[update_on]
     row = [name, "%.3f" % ms["eager"], "%.3f" % ms["jit"], "%.0f" % (1e3 / ms["eager"]), "%.0f" % (1e3 / ms["jit"]),
-           timing.ratio(ms["eager"], ms["jit"]), str(max(r["misses_after_step_2"] for r in ranks)),
+           timing.ratio(ms["eager"], ms["jit"]), "%.2f / %.2f" % (cpu_ms["eager"], cpu_ms["jit"]),
+           str(max(r["misses_after_step_2"] for r in ranks)),
            "%.3f / %.3f" % (kv["eager"], kv["jit"]), "yes (workers agree)" if agree else "NO: workers disagree"]
-    summary = dict(ms=ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], workers_agree=agree,
+    summary = dict(ms=ms, cpu_ms=cpu_ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], workers_agree=agree,
                    per_worker=ranks, repeats=repeats, inner=inner)
     return row, summary
 
@@ -319,26 +351,28 @@ def main():
           "5 processes (scheduler, server, 2 workers, this one) share them too" % os.cpu_count())
     print()
     rows, single = run_single_process(args.quick)
-    dist = None
+    dist = {}
     if not args.skip_dist:
-        row, dist = run_dist(args.quick)
-        rows.append(row)
-    headers = ["setup", "eager ms", "jit ms", "eager steps/s", "jit steps/s", "eager/jit", "jit misses after step 2",
+        for update_on in ("server", "workers"):
+            row, dist[update_on] = run_dist(args.quick, update_on)
+            rows.append(row)
+    headers = ["setup", "eager ms", "jit ms", "eager steps/s", "jit steps/s", "eager/jit",
+               "CPU ms/step (eager / jit)", "jit misses after step 2",
                "kvstore+update ms (eager / jit)", "correct"]
     timing.table(rows, headers)
+    print()
+    for update_on, d in dist.items():
+        print("dist workers (update on the %s): kvstore calls in jit() over the timed steps (rank 0): %s"
+              % (update_on, d["per_worker"][0]["kvstore_stats"]))
     print()
     sweep_rows, sweep = run_sweep(args.quick)
     print("Step cost vs parameter arrays pushed: 2 contexts, kvstore 'device' (update on kvstore), "
           "Dense(%d) layers with ReLU, batch %d" % (SMALL, BATCH))
     timing.table(sweep_rows, ["arrays", "eager ms/step", "jit ms/step", "eager/jit",
                               "kvstore+update ms (eager / jit)", "per array us (eager / jit)", "jit equals eager"])
-    if dist:
-        print()
-        print("dist workers' kvstore calls in jit() over the timed steps: %s" % dist["per_worker"][0]["kvstore_stats"])
     timing.write_summary(args.json, dict(single=single, dist=dist, sweep={str(k): v for k, v in sweep.items()}))
     bad = [n for n, s in single.items() if not s["correct"]]
-    if dist and not dist["workers_agree"]:
-        bad.append("dist")
+    bad += ["dist (update on the %s)" % k for k, d in dist.items() if not d["workers_agree"]]
     bad += ["sweep %d" % k for k, v in sweep.items() if not v["jit_equals_eager"]]
     if bad:
         print("FAILED checks: %s" % ", ".join(bad))
@@ -348,6 +382,6 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--dist-worker":
-        dist_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        dist_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
     else:
         sys.exit(main())
