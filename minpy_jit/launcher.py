@@ -221,7 +221,10 @@ class Job:
                 p.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.signal(signal.SIGKILL)
-                p.popen.wait()
+                try:
+                    p.popen.wait(timeout=grace)
+                except subprocess.TimeoutExpired:  # stuck in the kernel: reported, never waited for
+                    sys.stderr.write("minpy_jit.launcher: %s (pid %d) survived SIGKILL\n" % (p.name, p.popen.pid))
         for p in self.processes:
             p.reader.join(timeout=1.0)
 

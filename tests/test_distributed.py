@@ -9,6 +9,8 @@ servers apply the pushes in. The failure tests kill a process mid-training or ma
 the job must end with an error naming it, within the timeout, with no process left behind.
 """
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -211,3 +213,55 @@ def test_launcher_command_line(capsys):
     assert launcher.main(["-n", "1", "-s", "1", "--timeout", "60"] + fail) == 1
     err = capsys.readouterr().err
     assert err.startswith("minpy_jit.launcher: worker 0 (pid ") and ") exited with status 3;" in err, err
+
+
+def _alive(pid):
+    """Whether pid is a live process (a zombie nobody reaped yet counts as gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc (Linux)")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_the_processes_stop_when_the_launcher_dies(tmp_path, sig):
+    """The launcher stopped by SIGTERM stops its job; killed by SIGKILL it cleans up nothing
+    itself, and each process it started gets SIGTERM from the kernel (PR_SET_PDEATHSIG) instead
+    of waiting inside ps-lite forever. Every process writes its pid, then sleeps."""
+    script = ("import os, sys, time\n"
+              "name = os.path.join(sys.argv[1], os.environ['DMLC_ROLE'] + os.environ['DMLC_TASK_ID'])\n"
+              "open(name + '.tmp', 'w').write(str(os.getpid())); os.rename(name + '.tmp', name)\n"
+              "time.sleep(600)\n")
+    env = dict(os.environ, **_env())
+    cmd = [sys.executable, "-m", "minpy_jit.launcher", "-n", "2", "-s", "1", "--timeout", "300",
+           "--scheduler-runs-command", "--", sys.executable, "-c", script, str(tmp_path)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    names = ["scheduler0", "server0", "worker0", "worker1"]
+    pids = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all((tmp_path / n).exists() for n in names):
+            assert proc.poll() is None, "the launcher exited early with status %s" % proc.returncode
+            time.sleep(0.05)
+        pids = [int((tmp_path / n).read_text()) for n in names if (tmp_path / n).exists()]
+        assert len(pids) == 4, "only %d of the 4 processes started within 60 s" % len(pids)
+        assert all(_alive(p) for p in pids)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        left = [n for n, p in zip(names, pids) if _alive(p)]
+        assert not left, "still running 30 s after the launcher got %s: %s" % (sig.name, left)
+        if sig == signal.SIGTERM:
+            assert proc.returncode == 128 + sig
+    finally:  # whatever failed above, nothing is left running
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        for p in pids:
+            if _alive(p):
+                os.killpg(p, signal.SIGKILL)
