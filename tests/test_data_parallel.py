@@ -261,3 +261,27 @@ def test_trainer_kvstore_traffic_in_stats():
     nparams = len(list(net.collect_params().values()))
     assert kv["calls"] == {"pushpull": 3 * nparams}, kv
     assert kv["arrays_pushed"] == kv["arrays_pulled"] == 3 * nparams * len(CTX), kv
+
+
+def test_pushed_gradients_are_the_parameters_own_gradient_arrays(monkeypatch):
+    """Behind a compiled forward, MXNet's backward writes the parameters' gradient buffers in
+    place, and those very arrays go to the kvstore: no copy in between (the handles the kvstore
+    receives under jit() are the ones allocated by initialize())."""
+    net = _net(CTX)
+    xs, ys = _data(1)
+    lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore="device",
+                            update_on_kvstore=False)
+    own = {g.handle.value for p in net.collect_params().values() for g in p.list_grad()}
+    pushed = []
+    real_pushpull = mx.kv.KVStore.pushpull
+
+    def spy(self, key, value, out=None, priority=0):
+        pushed.extend(v.handle.value for v in value)
+        return real_pushpull(self, key, value, out=out, priority=priority)
+    monkeypatch.setattr(mx.kv.KVStore, "pushpull", spy)
+    with minpy_jit.jit():
+        for _ in range(2):
+            _step(net, trainer, lossfn, xs[0], ys[0])
+    assert len(pushed) == 2 * len(own) and set(pushed) == own
+    assert minpy_jit.stats()["executions"] > 0
