@@ -15,7 +15,8 @@ gradients and runs the optimizer (dist_sync), so the result is the single-proces
 
     .venv/bin/python examples/train_data_parallel.py --dist [--kvstore dist_sync|dist_async]
 
-One job by hand (what --dist runs; add -H hostfile to run it on several machines):
+One job by hand (what --dist runs; add -H hostfile to run it on several machines, and
+--gpus N --kvstore dist_sync_device for workers with N GPUs each):
 
     .venv/bin/python -m minpy_jit.launcher -n 2 -s 1 \\
         .venv/bin/python examples/train_data_parallel.py --worker jit --kvstore dist_sync
@@ -167,7 +168,8 @@ def worker(args):
     kv = mx.kv.create(args.kvstore)
     data = load_data()
     init = initial_weights()
-    run = Run(args.worker, [mx.cpu()], data, init, args, kv, shard=(kv.rank, kv.num_workers))
+    ctx = contexts(args) if args.gpus else [mx.cpu()]  # --gpus N: this worker's GPUs (dist_sync_device)
+    run = Run(args.worker, ctx, data, init, args, kv, shard=(kv.rank, kv.num_workers))
     minpy_jit.reset_stats()
     for epoch in range(1, args.epochs + 1):
         run.epoch(epoch)

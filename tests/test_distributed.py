@@ -8,6 +8,7 @@ a local kvstore sums two contexts'); dist_async is checked by what holds whateve
 servers apply the pushes in. The failure tests kill a process mid-training or make one fail:
 the job must end with an error naming it, within the timeout, with no process left behind.
 """
+import json
 import os
 import signal
 import subprocess
@@ -45,7 +46,18 @@ def _run(out_dir, *args, servers=1):
     result = _job(out_dir, *args, servers=servers).wait(timeout=TIMEOUT)
     assert result.error is None, "%s\n%s" % (result.error, "\n".join(
         "[%s] %s" % (name, line) for name, lines in result.output.items() for line in lines[-20:]))
+    steps = int(args[args.index("--steps") + 1])
+    for name in ("worker 0", "worker 1"):
+        _check_compiled(json.loads(result.lines(name)[-1]), steps)
     return [np.load(os.path.join(str(out_dir), "worker%d.npz" % r)) for r in range(2)]
+
+
+def _check_compiled(stats, steps, params=4):
+    """A worker's jit() statistics: each step ran a compiled graph (not an eager replay), all
+    cache hits after the second step, and each step pushed every parameter's gradient."""
+    assert stats["executions"] >= steps and stats["eager_replays"] == 0, stats
+    assert stats["misses_after_step_2"] == 0, stats
+    assert stats["kvstore"]["calls"]["pushpull"] == steps * params, stats
 
 
 def _arrays(npz, first, count):
