@@ -46,6 +46,7 @@ def main():
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--momentum", type=float, default=0.0)
     ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--contexts", type=int, default=1, help="CPU contexts in this worker (dist_sync_device)")
     ap.add_argument("--eager", action="store_true")
     ap.add_argument("--update-on-kvstore", choices=["default", "true", "false"], default="default")
     ap.add_argument("--init-barrier", action="store_true")
@@ -57,7 +58,8 @@ def main():
     misses_after_two = 0
     kv = mx.kv.create(args.kvstore)
     rank, workers = kv.rank, kv.num_workers
-    net = make_net(mx.cpu())
+    ctx = [mx.cpu(i) for i in range(args.contexts)]
+    net = make_net(ctx)
     kw = {"learning_rate": 0.1}
     if args.momentum:
         kw["momentum"] = args.momentum
@@ -86,14 +88,15 @@ def main():
         scope.__enter__()
     try:
         for i, (x, y) in enumerate(data):
-            xs = nd.array(x[rank * per:(rank + 1) * per])
-            ys = nd.array(y[rank * per:(rank + 1) * per])
+            xs = gluon.utils.split_and_load(nd.array(x[rank * per:(rank + 1) * per]), ctx)
+            ys = gluon.utils.split_and_load(nd.array(y[rank * per:(rank + 1) * per]), ctx)
             with autograd.record():
-                loss = lossfn(net(xs), ys)
-            loss.backward()
+                losses = [lossfn(net(a), b) for a, b in zip(xs, ys)]
+            for loss in losses:
+                loss.backward()
             if args.kvstore == "dist_async":  # the gradients this worker pushes (an invariant below)
                 for acc, p in zip(pushed, params):
-                    acc += p.grad().asnumpy()
+                    acc += sum(g.asnumpy() for g in p.list_grad())
             trainer.step(BATCH)
             if i == 1:  # two steps done: from here on every graph should be a cache hit
                 misses_after_two = minpy_jit.stats()["cache_misses"]
@@ -106,8 +109,8 @@ def main():
     kv._barrier()  # ... and so are the other workers'
     for idx, p in enumerate(params):  # the servers' weights (async: the last pull may predate others' pushes)
         if trainer._update_on_kvstore:
-            kv.pull(trainer._param2idx[p.name], out=p.data())
-    weights = [p.data().asnumpy() for p in params]
+            kv.pull(trainer._param2idx[p.name], out=p.list_data())
+    weights = [p.data(ctx[0]).asnumpy() for p in params]
     np.savez(os.path.join(args.out, "worker%d.npz" % rank), *weights, *pushed)
     stats = minpy_jit.stats()
     print(json.dumps({"rank": rank, "kvstore": stats.get("kvstore"), "misses": stats["cache_misses"],

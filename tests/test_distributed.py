@@ -64,20 +64,20 @@ def _arrays(npz, first, count):
     return [npz["arr_%d" % i] for i in range(first, first + count)]
 
 
-def _reference(steps, update_on_kvstore, momentum=0.0):
-    """The same training eagerly in this process: two contexts standing for the two
-    workers, each taking its half of every batch, gradients summed by a local kvstore."""
-    ctx = [mx.cpu(0), mx.cpu(1)]
+def _reference(steps, update_on_kvstore, momentum=0.0, contexts=2):
+    """The same training eagerly in this process: one context for each context of each
+    worker, each taking its part of every batch, gradients summed by a local kvstore."""
+    ctx = [mx.cpu(i) for i in range(contexts)]
     net = dist_worker.make_net(ctx)
     kw = {"learning_rate": 0.1}
     if momentum:
         kw["momentum"] = momentum
     trainer = gluon.Trainer(net.collect_params(), "sgd", kw, kvstore="local", update_on_kvstore=update_on_kvstore)
     lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
-    half = dist_worker.BATCH // 2
+    part = dist_worker.BATCH // contexts
     for x, y in dist_worker.batches(steps):
-        xs = [nd.array(x[i * half:(i + 1) * half], ctx=c) for i, c in enumerate(ctx)]
-        ys = [nd.array(y[i * half:(i + 1) * half], ctx=c) for i, c in enumerate(ctx)]
+        xs = [nd.array(x[i * part:(i + 1) * part], ctx=c) for i, c in enumerate(ctx)]
+        ys = [nd.array(y[i * part:(i + 1) * part], ctx=c) for i, c in enumerate(ctx)]
         with autograd.record():
             losses = [lossfn(net(a), b) for a, b in zip(xs, ys)]
         for loss in losses:
@@ -106,6 +106,19 @@ def test_dist_sync_update_on_workers_two_servers(tmp_path):
     for w in workers:
         for got, ref in zip(_arrays(w, 0, len(want)), want):
             np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_dist_sync_device_two_workers_with_two_contexts_each(tmp_path):
+    """dist_sync_device: each worker trains on two contexts (cpu(0), cpu(1) stand for its GPUs),
+    sums their gradients itself ('device' reduction) and pushes the sum; the servers add the
+    workers' sums and run the optimizer. Equal to eager training on four contexts up to the order
+    of the four-way sum ((a+b)+(c+d) here, one sum of four there)."""
+    workers = _run(tmp_path, "--kvstore", "dist_sync_device", "--contexts", "2", "--steps", "3",
+                   "--momentum", "0.9")
+    want = _reference(3, update_on_kvstore=True, momentum=0.9, contexts=4)
+    for w in workers:
+        for got, ref in zip(_arrays(w, 0, len(want)), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
 def test_dist_async_two_workers_two_servers_invariant(tmp_path):
