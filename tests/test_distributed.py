@@ -155,7 +155,7 @@ def test_a_process_killed_mid_training_stops_the_job(tmp_path, victim):
     job = _job(tmp_path, "--kvstore", "dist_sync", "--hang-after", "2")
     start = time.monotonic()
     result = {}
-    waiter = threading.Thread(target=lambda: result.update(r=job.wait(timeout=TIMEOUT)))
+    waiter = threading.Thread(target=lambda: result.update(r=job.wait(timeout=TIMEOUT)), daemon=True)
     waiter.start()
     ready = _wait_for_line(job, "worker 0", "ready", start + TIMEOUT)
     victim_proc = next(p for p in job.processes if p.name == victim)
