@@ -32,11 +32,13 @@ _REAL_LIB = mxnet.base._LIB
 _REAL_INVOKE = _register._imperative_invoke
 
 # C API functions that touch no array data and no random state: no flush needed.
+# (MXNDArrayGetGrad hands out an array's gradient buffer: no pending work changes which buffer
+# that is, since a lazy result has none and attach_grad flushes.)
 SAFE = frozenset("""
 MXGetLastError MXGetVersion MXGetGPUCount MXGetGPUMemoryInformation64 MXLibInfoFeatures
 MXNDArrayCreate MXNDArrayCreateEx MXNDArrayCreateEx64 MXNDArrayCreateNone MXNDArrayCreateSparseEx
 MXNDArrayFree MXNDArrayGetShape MXNDArrayGetShapeEx MXNDArrayGetShapeEx64 MXNDArrayGetDType
-MXNDArrayGetContext MXNDArrayGetStorageType MXNDArrayGetGradState
+MXNDArrayGetContext MXNDArrayGetStorageType MXNDArrayGetGradState MXNDArrayGetGrad
 MXAutogradIsRecording MXAutogradIsTraining MXAutogradSetIsRecording MXAutogradSetIsTraining
 MXIsNumpyShape MXSetIsNumpyShape MXIsNumpyDefaultDtype MXSetIsNumpyDefaultDtype
 NNGetOpHandle MXListAllOpNames NNListAllOpNames MXSymbolListAtomicSymbolCreators
@@ -73,7 +75,6 @@ CAUSES = {
     "MXImperativeInvoke": "eager op",
     "MXRandomSeed": "random seed",
     "MXRandomSeedContext": "random seed",
-    "MXNDArrayGetGrad": "read .grad",
     "MXNDArrayDetach": "detach",
     "MXNDArrayToDLPack": "dlpack",
     "MXNDArrayGetData": "data pointer",

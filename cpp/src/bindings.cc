@@ -185,6 +185,8 @@ py::dict stats_dict() {
   d["clean"] = s.fallbacks.empty() && s.eager_replays == 0 && !eager_site;  // nothing ran eagerly
   d["shape_inferences"] = R->sigs.inferences;
   d["fused_kernels"] = s.fused_kernels;
+  d["backward_in_graph"] = s.backward_in_graph;
+  d["backward_by_mxnet"] = s.backward_by_mxnet;
   d["fused_ops"] = s.fused_ops;
   d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
                           py::arg("arrays_pushed") = s.kvstore.arrays_pushed,
@@ -327,6 +329,7 @@ PYBIND11_MODULE(_core, m) {
       if (k == "max_ops") R->cfg.max_ops = std::max<size_t>(1, v.cast<size_t>());
       else if (k == "segment_ops") R->cfg.segment_ops = v.cast<size_t>();
       else if (k == "async_launch") R->cfg.async_launch = v.cast<bool>();
+      else if (k == "backward_in_graph") R->cfg.backward_in_graph = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -346,6 +349,7 @@ PYBIND11_MODULE(_core, m) {
     d["max_ops"] = R->cfg.max_ops;
     d["segment_ops"] = R->cfg.segment_ops;
     d["async_launch"] = R->cfg.async_launch;
+    d["backward_in_graph"] = R->cfg.backward_in_graph;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

@@ -13,6 +13,7 @@
 // be between any two ops, and running their work from inside an MXNet callback nests a graph
 // launch inside MXNet's own execution (seen to deadlock with CustomOps). It flushes only the
 // traces that hold an array the call passes to MXNet, which is what correctness needs.
+#include "backward.h"
 #include "fragment.h"
 #include "launch.h"
 #include "mxapi.h"
@@ -81,6 +82,57 @@ void flush_holders(const std::vector<NDArrayHandle>& handles, const std::string&
   drain_launches();  // queued launches may write these arrays (a no-op on the launcher thread)
 }
 
+// An integer argument as ctypes passes it (a Python int or a c_int / c_uint).
+bool int_arg(PyObject* a, long* out) {
+  py::object v = py::reinterpret_borrow<py::object>(a);
+  if (py::hasattr(v, "value")) v = v.attr("value");
+  if (v.is_none()) return false;
+  *out = PyLong_AsLong(v.ptr());
+  if (*out == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+// The n handles of a ctypes array argument (c_handle_array, c_array(NDArrayHandle, ...)); None
+// or c_void_p(0) for "none given" leaves `out` as n nulls. False if it is neither.
+bool handle_array_arg(PyObject* a, long n, std::vector<NDArrayHandle>* out) {
+  out->assign(static_cast<size_t>(n), nullptr);
+  if (a == Py_None) return true;
+  auto* head = reinterpret_cast<CDataHead*>(a);
+  if (Py_TYPE(a) == HL.void_p) return *reinterpret_cast<void**>(head->b_ptr) == nullptr;
+  PyObject* elem = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(a)), "_type_");
+  if (!elem) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool handle_array = elem == reinterpret_cast<PyObject*>(HL.void_p) && PySequence_Check(a);
+  Py_DECREF(elem);
+  if (!handle_array || head->b_size != n * static_cast<Py_ssize_t>(sizeof(void*))) return false;
+  void** items = reinterpret_cast<void**>(head->b_ptr);
+  for (long k = 0; k < n; ++k) (*out)[k] = items[k];
+  return true;
+}
+
+// MXAutogradBackwardEx(num_output, heads, head_grads, num_variables, variables, retain_graph,
+// create_graph, is_train, ...) as NDArray.backward and autograd.backward call it, on pending
+// work: run with its forward as one graph (backward.h) if it can be. False: MXNet's backward
+// must run (after the pending work ran under autograd), nothing changed.
+bool backward_in_our_graph(ThreadState& ts, PyObject* const* argv, Py_ssize_t nargs) {
+  long n = 0, num_vars = 0, retain = 0, train = 0;
+  if (nargs != 10 || !int_arg(argv[0], &n) || n < 1 || !int_arg(argv[3], &num_vars) || num_vars != 0 ||
+      !int_arg(argv[5], &retain) || !int_arg(argv[7], &train))
+    return false;  // explicit variables (autograd.grad) or an unexpected call: MXNet's
+  std::vector<NDArrayHandle> heads, head_grads;
+  if (!handle_array_arg(argv[1], n, &heads) || !handle_array_arg(argv[2], n, &head_grads)) return false;
+  for (NDArrayHandle h : heads)
+    if (!h) return false;
+  if (backward_in_graph(ts, heads, head_grads, retain != 0, train != 0)) return true;
+  ++R->stats.backward_by_mxnet;
+  return false;
+}
+
 // Turns a C++ exception into the pending Python error.
 void set_python_error() {
   try {
@@ -113,6 +165,9 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
           cause = "backward (create_graph): eager replay";
         }
       }
+      if (PyTuple_GET_ITEM(self, 2) == Py_True && !eager && !in_callback(ts) && !ts.busy &&
+          backward_in_our_graph(ts, argv, nargs))
+        return PyLong_FromLong(0);  // the C API's success: the gradients are in their buffers
       if (in_callback(ts)) {
         std::vector<NDArrayHandle> handles;
         handles_in(argv, nargs, &handles);

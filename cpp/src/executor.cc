@@ -1,10 +1,12 @@
 #include "executor.h"
 
 #include <Python.h>  // only to release the GIL around a blocking call (dummy_input)
+#include <dlfcn.h>
 
 #include <chrono>
 #include <map>
 
+#include "backward.h"
 #include "mxapi.h"
 
 namespace minpy {
@@ -75,6 +77,10 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     MXSymbolFree(sym);
     exe->num_outputs = static_cast<int>(outputs.size());
     exe->output_in_place = g.output_in_place;
+    for (int v : g.ours_mutate)
+      for (size_t i = 0; i < exe->input_values.size(); ++i)
+        if (exe->input_values[i] == v) exe->layout_inputs.push_back(static_cast<int>(i));
+    exe->layout_outputs = g.ours_write_outputs;
     for (int p = 0; p < g.placeholders; ++p) {
       AVal a = trace.values[outputs.at(0).value].aval;  // CachedOp wants every array on one context
       a.ndim = 1;
@@ -122,37 +128,111 @@ AutogradState::~AutogradState() {
   MXAutogradSetIsTraining(prev_train, &dummy);
 }
 
-void launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs,
-                   std::vector<NDArrayHandle>* ins, std::vector<NDArrayHandle>* outs) {
-  ins->reserve(exe.input_values.size());
+LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
+  LaunchArrays a;
+  a.ins.reserve(exe.input_values.size());
   for (int v : exe.input_values) {
     if (v >= 0) {
-      ins->push_back(trace.values[v].ext);
+      a.ins.push_back(trace.values[v].ext);
     } else {
-      const AVal& a = trace.values[outputs.at(0).value].aval;
-      ins->push_back(dummy_input(a.dev_type, a.dev_id));
+      const AVal& av = trace.values[outputs.at(0).value].aval;
+      a.ins.push_back(dummy_input(av.dev_type, av.dev_id));
     }
   }
-  outs->reserve(outputs.size() + exe.placeholders.size());
+  a.outs.reserve(outputs.size() + exe.placeholders.size());
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!exe.output_in_place[i]) outs->push_back(outputs[i].handle);
-  outs->insert(outs->end(), exe.placeholders.begin(), exe.placeholders.end());
+    if (!exe.output_in_place[i]) a.outs.push_back(outputs[i].handle);
+  a.outs.insert(a.outs.end(), exe.placeholders.begin(), exe.placeholders.end());
+  for (int p : exe.layout_inputs) a.ours_write.push_back(a.ins[p]);
+  for (int o : exe.layout_outputs) a.ours_write.push_back(outputs[o].handle);
+  return a;
 }
 
-int invoke_cached_op(CachedOpHandle op, std::vector<NDArrayHandle>& ins, std::vector<NDArrayHandle>& outs) {
-  int nout = static_cast<int>(outs.size());
-  NDArrayHandle* outp = outs.data();
+namespace {
+
+// MKLDNN's weight layouts and our library ops.
+//
+// In inference mode MXNet's MKLDNN convolution and fully-connected ops reorder their weight
+// array in place into MKLDNN's blocked layout (asynchronously). MXNet hands a library op
+// (lib_api.h) such an input as a default-layout *copy*, and its outputs as raw memory: a
+// weight our update kernel writes in place is then written into the copy and lost, and one
+// written as an output is read back in the blocked layout -- after an inference pass
+// (Gluon's deferred initialisation, a validation pass) a training step silently kept or
+// garbled some weights (seen on W3-style CNN training, 3 to 10 runs in 30). Before a graph
+// with such writes runs, one engine op, ordered after everything pending on those arrays,
+// turns each back to the default layout in place (Chunk::Reorder2Default, a no-op for an
+// array that is not in MKLDNN's layout). It is resolved from libmxnet.so by name; a build
+// without MKLDNN has none and needs none.
+using ChunkReorder = void (*)(void* chunk);
+
+ChunkReorder chunk_reorder() {
+  static const ChunkReorder fn =
+      reinterpret_cast<ChunkReorder>(dlsym(RTLD_DEFAULT, "_ZN5mxnet7NDArray5Chunk15Reorder2DefaultEv"));
+  return fn;
+}
+
+struct DefaultLayout {
+  std::vector<std::shared_ptr<const void>> chunks;  // each array's storage, alive until the op ran
+};
+
+void to_default_layout(void*, void* param) {
+  for (const auto& c : static_cast<DefaultLayout*>(param)->chunks) chunk_reorder()(const_cast<void*>(c.get()));
+}
+
+void free_default_layout(void* param) { delete static_cast<DefaultLayout*>(param); }
+
+void push_default_layout(const std::vector<NDArrayHandle>& arrays) {
+  if (arrays.empty() || !chunk_reorder()) return;
+  auto* job = new DefaultLayout;
+  for (NDArrayHandle h : arrays) job->chunks.push_back(chunk_ref(h));
+  int dev_type = 1, dev_id = 0;
+  MXNDArrayGetContext(arrays[0], &dev_type, &dev_id);
+  const struct {
+    int dev_type, dev_id;  // mxnet::Context
+  } ctx{dev_type, dev_id};
+  std::vector<NDArrayHandle> mutable_arrays(arrays);
+  if (MXEnginePushSyncND(to_default_layout, job, free_default_layout, const_cast<void*>(static_cast<const void*>(&ctx)),
+                         nullptr, 0, mutable_arrays.data(), static_cast<int>(mutable_arrays.size()), nullptr, 0,
+                         "minpy_default_layout") != 0)
+    free_default_layout(job);
+}
+
+}  // namespace
+
+int invoke_cached_op(const Executor& exe, LaunchArrays& a) {
+  push_default_layout(a.ours_write);
+  int nout = static_cast<int>(a.outs.size());
+  NDArrayHandle* outp = a.outs.data();
   const int* stypes = nullptr;
-  return MXInvokeCachedOpEx(op, static_cast<int>(ins.size()), ins.data(), &nout, &outp, &stypes);
+  return MXInvokeCachedOpEx(exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
 }
 
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
-  std::vector<NDArrayHandle> ins, outs;
-  launch_arrays(exe, trace, outputs, &ins, &outs);
-  AutogradState state(trace.recording, trace.training);
-  MX_CALL(invoke_cached_op(exe.op, ins, outs));
+  LaunchArrays arrays = launch_arrays(exe, trace, outputs);
+  AutogradState state(trace.runs_recorded(), trace.training);
+  MX_CALL(invoke_cached_op(exe, arrays));
   ++exe.runs;
 }
+
+namespace {
+
+// A backward node replayed: MXAutogradBackwardEx on the replayed heads (recorded just before,
+// under autograd), with its head gradients (null: ones). MXNet writes the variables' gradient
+// buffers, which the node's outputs are.
+void backward_eagerly(const Trace& trace, const Node& n, const std::vector<NDArrayHandle>& handle) {
+  const int nh = std::atoi(attr_value(n.attrs, "num_heads", "0").c_str());
+  const std::string mask = attr_value(n.attrs, "head_grads", "");
+  std::vector<NDArrayHandle> heads, head_grads;
+  size_t next = static_cast<size_t>(nh);
+  for (int i = 0; i < nh; ++i) {
+    heads.push_back(handle[n.in[i]]);
+    head_grads.push_back(i < static_cast<int>(mask.size()) && mask[i] == '1' ? handle[n.in[next++]] : nullptr);
+  }
+  MX_CALL(MXAutogradBackwardEx(static_cast<uint32_t>(nh), heads.data(), head_grads.data(), 0, nullptr, 0, 0,
+                               trace.training ? 1 : 0, nullptr, nullptr));
+}
+
+}  // namespace
 
 void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
   std::vector<NDArrayHandle> handle(trace.values.size(), nullptr);
@@ -163,6 +243,10 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
   AutogradState state(trace.recording, trace.training);
   try {
     for (const Node& n : trace.nodes) {
+      if (is_backward_node(n)) {  // MXNet's own backward, into the variables' gradient buffers
+        backward_eagerly(trace, n, handle);
+        continue;
+      }
       std::vector<NDArrayHandle> ins, outs;
       for (int v : n.in) ins.push_back(handle[v]);
       for (size_t i = 0; i < n.out.size(); ++i) {

@@ -33,6 +33,10 @@ struct Executor {
   std::vector<std::pair<int, int>> outputs;  // (value, target_ext)
   std::vector<char> output_in_place;  // per output: written by its update kernel, not passed to MXNet
   std::vector<NDArrayHandle> placeholders;  // the (1,) outputs of in-place update kernels (ours)
+  // The arrays our library ops write in place: CachedOp input positions, and output indices
+  // (of `outputs`) written into existing arrays. Made default-layout before each run: see
+  // invoke_cached_op.
+  std::vector<int> layout_inputs, layout_outputs;
   bool recording = false, training = false;
   ~Executor();
 };
@@ -50,13 +54,16 @@ struct AutogradState {
   ~AutogradState();
 };
 
-// The arrays an executor is run on: the trace's inputs in CachedOp order, and the outputs
-// MXNet writes (in-place update results excluded, placeholders included).
-void launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs,
-                   std::vector<NDArrayHandle>* ins, std::vector<NDArrayHandle>* outs);
+// The arrays an executor is run on: the trace's inputs in CachedOp order, the outputs MXNet
+// writes (in-place update results excluded, placeholders included), and the arrays our
+// library ops write in place (Executor::layout_inputs / layout_outputs).
+struct LaunchArrays {
+  std::vector<NDArrayHandle> ins, outs, ours_write;
+};
+LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 
-// Hands MXNet one run of a CachedOp (its results written into `outs`); MXNet's return code.
-int invoke_cached_op(CachedOpHandle op, std::vector<NDArrayHandle>& ins, std::vector<NDArrayHandle>& outs);
+// Hands MXNet one run of an executor (its results written into `outs`); MXNet's return code.
+int invoke_cached_op(const Executor& exe, LaunchArrays& arrays);
 
 // Runs an executor on the trace's arrays under the trace's autograd state.
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);

@@ -200,7 +200,7 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, con
   exe->site = site;
   exe->steps = steps_of(t);
   for (const auto& o : outputs) exe->outputs.emplace_back(o.value, o.target_ext);
-  exe->recording = t.recording;
+  exe->recording = t.runs_recorded();
   exe->training = t.training;
   if (R->seen_positions.size() > (1u << 16)) R->seen_positions.clear();  // bounded: new shapes at every step
   for (const Node& n : t.nodes) R->seen_positions.insert(n.position);
@@ -250,8 +250,8 @@ void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const 
   LaunchJob job;
   job.exe = exe;
   job.training = t.training;
-  launch_arrays(*exe, t, outputs, &job.ins, &job.outs);
-  for (const auto* arrays : {&job.ins, &job.outs})
+  job.arrays = launch_arrays(*exe, t, outputs);
+  for (const auto* arrays : {&job.arrays.ins, &job.arrays.outs})
     for (NDArrayHandle h : *arrays) {
       auto it = t.slots.find(h);
       if (it == t.slots.end() || !it->second.owner) continue;
@@ -384,9 +384,10 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     Trace& t;
     ~Release() { release_trace(t); }
   } release{t};
-  // Under autograd, independent computations are separate graphs (parts.cc).
+  // Under autograd, independent computations are separate graphs (parts.cc); a trace whose
+  // backward() runs inside its graph runs without autograd (backward.h): one graph.
   std::vector<Trace> parts;
-  if (t.recording) parts = independent_parts(t);
+  if (t.runs_recorded()) parts = independent_parts(t);
   if (parts.empty()) {
     run_trace(ts, t, cause, where, force_eager);
     return;

@@ -515,9 +515,11 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   drain_launches();
   if (R->pending) flush_all("fragment call");
   Executor& exe = *v.exe;
-  static thread_local std::vector<NDArrayHandle> ins, outs;
+  static thread_local LaunchArrays arrays;
+  std::vector<NDArrayHandle>&ins = arrays.ins, &outs = arrays.outs;
   ins.clear();
   outs.clear();
+  arrays.ours_write.clear();
   for (int val : exe.input_values) {
     if (val < 0) {
       const AVal& a = v.trace.values[v.outputs.at(0).value].aval;
@@ -550,11 +552,14 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
       fresh[idx] = make_lazy(v.trace.values[o.value].aval, o.np, &h);
     }
     if (!exe.output_in_place[k]) outs.push_back(h);
+    for (int o : exe.layout_outputs)
+      if (o == static_cast<int>(k)) arrays.ours_write.push_back(h);
   }
+  for (int p : exe.layout_inputs) arrays.ours_write.push_back(ins[p]);
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
     AutogradState state(v.recording, v.training);
-    if (invoke_cached_op(exe.op, ins, outs) != 0) return nullptr;  // the statements run in Python and fail there
+    if (invoke_cached_op(exe, arrays) != 0) return nullptr;  // the statements run in Python and fail there
   }
   ++exe.runs;
   ++R->stats.executions;

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "backward.h"
+#include "grad_graph.h"
 #include "mxapi.h"
 
 namespace minpy {
@@ -168,10 +170,11 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   // JSON entry (node id, output index) of every value emitted so far.
   std::vector<std::pair<int, int>> entry(t.values.size(), {-1, 0});
   std::vector<int> json_of_unit(N + plan.units.size(), -1);
-  std::vector<int> row_ptr{0};
-  std::vector<int> arg_nodes;
-  std::string nodes;
-  int next = 0;
+  JsonNodes jn;  // the JSON node list being built
+  std::string& nodes = jn.nodes;
+  std::vector<int>& row_ptr = jn.row_ptr;
+  std::vector<int>& arg_nodes = jn.arg_nodes;
+  int& next = jn.next;
   bool unproduced = false;  // a reference to a value not emitted yet: an ordering bug, never sent to MXNet
   std::vector<char> in_place_value(t.values.size(), 0);  // written by an in-place update unit
   std::vector<std::pair<int, int>> placeholder_heads;
@@ -189,6 +192,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     return next++;
   };
   auto unit_of = [&](int n) { return plan.unit_id(n); };
+  auto name_of = [&](int u) { return u >= N ? "f" + std::to_string(u - N) : "n" + std::to_string(u); };
 
   // CachedOp refuses a graph without inputs (zeros, random draws): give it a dummy one,
   // attached by a control dependency to the first node.
@@ -239,6 +243,41 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       g.input_values.push_back(v);
       entry[v] = {end_node(1), 0};
     }
+    if (!fused && is_backward_node(*node)) {
+      // backward() inside the graph (backward.h): MXNet's gradient pass on the graph so far.
+      const int nh = std::atoi(attr_value(node->attrs, "num_heads", "0").c_str());
+      const std::string mask = attr_value(node->attrs, "head_grads", "");
+      std::vector<Entry> ys, ograds, xs;
+      size_t given = static_cast<size_t>(nh);
+      for (int h = 0; h < nh; ++h) {
+        ys.push_back(entry[in[h]]);
+        if (h < static_cast<int>(mask.size()) && mask[h] == '1') {
+          ograds.push_back(entry[in[given++]]);
+          continue;
+        }
+        begin_node("ones_like", name_of(u) + "_ones" + std::to_string(h));  // MXNet's default head gradient
+        nodes += ",\"inputs\":[[" + std::to_string(ys.back().first) + "," + std::to_string(ys.back().second) + ",0]]";
+        ograds.push_back({end_node(1), 0});
+      }
+      for (size_t i = given; i < in.size(); ++i) xs.push_back(entry[in[i]]);
+      for (const Entry& e : ys) unproduced |= e.first < 0;
+      if (unproduced) break;
+      const GradientSplice sp = splice_gradient(&jn, ys, ograds, xs, nondifferentiable);
+      auto remap = [&](std::pair<int, int>& e) {
+        if (e.first >= 0) e.first = sp.node_map[e.first];
+      };
+      for (auto& e : entry) remap(e);
+      for (auto& e : placeholder_heads) remap(e);
+      for (int& j : json_of_unit)
+        if (j >= 0) j = sp.node_map[j];
+      if (dummy >= 0) dummy = sp.node_map[dummy];
+      for (size_t j = 0; j < out.size(); ++j) entry[out[j]] = sp.grads[j];
+      json_of_unit[u] = sp.grads.empty() ? -1 : sp.grads[0].first;
+      g.items.push_back(u);
+      g.num_nodes += sp.gradient_nodes;
+      g.gradient_nodes += sp.gradient_nodes;
+      continue;
+    }
     std::vector<std::pair<int, int>> in_entry;
     for (int v : in) in_entry.push_back(entry[v]);
     if (fused && t.recording && fu->op == "_minpy_fused_elemwise") {
@@ -249,7 +288,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
         in_entry[i] = {end_node(1), 0};
       }
     }
-    const std::string name = fused ? "f" + std::to_string(u - N) : "n" + std::to_string(u);
+    const std::string name = name_of(u);
     begin_node(fused ? fu->op.c_str() : node->op->name.c_str(), name);
     nodes += ",\"attrs\":{";
     for (size_t a = 0; a < attrs.size(); ++a) {
@@ -303,6 +342,21 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       entry[out[o]] = {end_node(1), 0};
     }
   }
+
+  // What our library ops write in place (see LoweredGraph::ours_mutate).
+  std::vector<char> by_ours(t.values.size(), 0);
+  for (int u : g.items) {
+    const bool fused = u >= N;
+    if (!fused && (is_backward_node(t.nodes[u]) || t.nodes[u].op->name.rfind("_minpy_", 0) != 0)) continue;
+    for (int m : fused ? plan.units[u - N].members : std::vector<int>{u}) {
+      for (int v : t.nodes[m].mutated) g.ours_mutate.push_back(v);
+      for (int v : t.nodes[m].out) by_ours[v] = 1;
+    }
+    if (fused)
+      for (int v : plan.units[u - N].out) by_ours[v] = 1;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].target_ext >= 0 && by_ours[outputs[i].value]) g.ours_write_outputs.push_back(static_cast<int>(i));
 
   g.output_in_place.assign(outputs.size(), 0);
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -360,6 +414,9 @@ std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector
   for (int u : g.items) {
     if (u < N) {
       node_line(t.nodes[u], "  ");
+      if (is_backward_node(t.nodes[u]))
+        os << "  |   the gradients of the first num_heads inputs for the variables among the rest: "
+           << g.gradient_nodes << " nodes of MXNet's gradient pass, written into the variables' gradient buffers\n";
       continue;
     }
     // A fused unit: the kernel call, the recorded ops it stands for, and (elementwise) its program.

@@ -36,11 +36,16 @@ struct LoweredGraph {
   int num_nodes = 0;              // operator nodes (BlockGrad wrappers excluded)
   int kernel_calls = 0;           // nodes that are our kernels (fused units, multi-tensor SGD)...
   int kernel_ops = 0;             // ...and the recorded ops they stand for
+  int gradient_nodes = 0;         // nodes MXNet's gradient pass added for a backward() in the graph
   // Per output (in `outputs` order): 1 if an in-place update unit writes it into its array
   // itself; such outputs are no graph heads. The heads are the other outputs in order,
   // then one placeholder (a (1,) float32 array) per in-place unit.
   std::vector<char> output_in_place;
   int placeholders = 0;
+  // Arrays our library ops write: external values they mutate, and outputs (by index) they
+  // produce into existing arrays. Made default-layout before each run (executor.h).
+  std::vector<int> ours_mutate;
+  std::vector<int> ours_write_outputs;
 };
 
 LoweredGraph lower(const Trace& trace, const std::vector<OutputSpec>& outputs,

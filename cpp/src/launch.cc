@@ -41,7 +41,7 @@ struct Launcher {
       std::string error;
       if (!skip) {
         AutogradState state(false, job.training);  // this thread's own autograd state
-        if (invoke_cached_op(job.exe->op, job.ins, job.outs) != 0) error = MXGetLastError();
+        if (invoke_cached_op(*job.exe, job.arrays) != 0) error = MXGetLastError();
       }
       for (auto h : job.temps) MXNDArrayFree(h);
       job.exe.reset();

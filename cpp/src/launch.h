@@ -20,7 +20,7 @@ namespace minpy {
 
 struct LaunchJob {
   std::shared_ptr<Executor> exe;
-  std::vector<NDArrayHandle> ins, outs;
+  LaunchArrays arrays;
   std::vector<NDArrayHandle> temps;  // arrays made for this run only: freed after the launch
   std::vector<void*> refs;           // the Python objects owning ins/outs (PyObject*, owned)
   bool training = false;             // autograd training mode (queued traces never record)

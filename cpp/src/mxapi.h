@@ -5,6 +5,7 @@
 #include <nnvm/c_api.h>
 
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -35,11 +36,16 @@ inline bool np_shape_mode() {
 bool peek_aval(NDArrayHandle h, AVal* out);
 bool peek_works();
 const void* chunk_of(NDArrayHandle h);
+std::shared_ptr<const void> chunk_ref(NDArrayHandle h);  // a reference that keeps the chunk alive
 bool chunk_identity_works();
 //   in_autograd_graph: whether autograd knows the array (MXNet refuses to overwrite it while
 //   recording, and an op reading it under record() joins the graph); see record.cc.
 bool in_autograd_graph(NDArrayHandle h);
 bool autograd_peek_works();
+//   autograd_role: a constant, a variable with a gradient buffer (grad_req: MXNet's OpReqType),
+//   or an array with recorded history; trusted only when autograd_peek_works().
+enum class AutogradRole { kNone, kVariable, kHistory };
+AutogradRole autograd_role(NDArrayHandle h, int* grad_req);
 
 // Shape, dtype and context of an existing array through the C API (one call each).
 inline AVal aval_of_c_api(NDArrayHandle h) {

@@ -21,6 +21,7 @@
 #define MSHADOW_USE_MKL 0  // likewise BLAS and CUDA headers: none of it is used here
 #define MSHADOW_USE_CBLAS 0
 #define MSHADOW_USE_CUDA 0
+#include <cstddef>
 #include <mxnet/imperative.h>
 #include <mxnet/ndarray.h>
 
@@ -75,6 +76,10 @@ bool peek_works() {
 // delay-allocated array. Checked once against real views before it is trusted.
 const void* chunk_of(NDArrayHandle h) { return *static_cast<void* const*>(h); }
 
+// NDArray's first member is its std::shared_ptr<Chunk>; copying it as a shared_ptr of another
+// pointee type copies the same two words and takes a reference on the same control block.
+std::shared_ptr<const void> chunk_ref(NDArrayHandle h) { return *static_cast<const std::shared_ptr<const void>*>(h); }
+
 bool chunk_identity_works() {
   static const bool works = [] {
     const uint32_t shape[] = {4};
@@ -90,15 +95,107 @@ bool chunk_identity_works() {
   return works;
 }
 
+namespace {
+
+// NDArray::entry_ (its autograd node) is private; naming a pointer to it in an explicit
+// instantiation is allowed, and the friend function hands the pointer out.
+struct EntryMember {
+  using type = nnvm::NodeEntry mxnet::NDArray::*;
+  friend type entry_member(EntryMember);
+};
+template <typename Tag, typename Tag::type M>
+struct Expose {
+  friend typename Tag::type entry_member(Tag) { return M; }
+};
+template struct Expose<EntryMember, &mxnet::NDArray::entry_>;
+
+const nnvm::Node* autograd_node(NDArrayHandle h) {
+  return (static_cast<const mxnet::NDArray*>(h)->*entry_member(EntryMember())).node.get();
+}
+
+// nnvm::Node::info (autograd's AGInfo) as libmxnet.so lays the node out. Its NodeAttrs holds a
+// std::unordered_map, and the wheel's libstdc++ predates GCC 4.9: its unordered_map has no
+// single-bucket member and is 8 bytes smaller than this compiler's, so `info` is not where
+// this compiler's nnvm::Node puts it (reading it there, AGInfo::IsNone saw the heap pointer
+// of the `any`, not its type). The offset is found once by probing a variable marked through
+// the C API: the AGInfo must hold its context, request and gradient buffer. -1: not found.
+long probe_info_offset();
+
+long info_offset() {
+  static const long offset = probe_info_offset();
+  return offset;
+}
+
+const dmlc::any& info_of(const nnvm::Node* node, long offset) {
+  return *reinterpret_cast<const dmlc::any*>(reinterpret_cast<const char*>(node) + offset);
+}
+
+const mxnet::Imperative::AGInfo* aginfo_of(const nnvm::Node* node, long offset) {
+  const dmlc::any& info = info_of(node, offset);
+  if (info.empty() || info.type() != typeid(mxnet::Imperative::AGInfo)) return nullptr;
+  return &dmlc::get<mxnet::Imperative::AGInfo>(info);
+}
+
+// Whether the candidate offset reads variable `a`, marked with `req` and gradient `grad`, right.
+bool reads_variable(NDArrayHandle a, NDArrayHandle grad, uint32_t req, long offset) {
+  const nnvm::Node* node = autograd_node(a);
+  if (!node || !node->is_variable()) return false;
+  // the type pointer must be a readable `any` before its type_info is compared
+  const auto* words = reinterpret_cast<const uintptr_t*>(reinterpret_cast<const char*>(node) + offset);
+  if (words[0] == 0 || words[0] % alignof(void*) != 0) return false;
+  const auto* info = aginfo_of(node, offset);
+  return info && info->grad_req == static_cast<mxnet::OpReqType>(req) && info->ctx.dev_type == mxnet::Context::kCPU &&
+         info->outputs.size() == 1 && info->out_grads.size() == 1 && chunk_identity_works() &&
+         chunk_of(const_cast<mxnet::NDArray*>(&info->out_grads[0])) == chunk_of(grad);
+}
+
+long probe_info_offset() {
+  const uint32_t shape[] = {3};
+  NDArrayHandle a = nullptr, b = nullptr, ga = nullptr, gb = nullptr;
+  long found = -1;
+  if (MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &a) || MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &b) ||
+      MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &ga) || MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &gb))
+    return -1;
+  uint32_t write = 1, add = 3;
+  if (MXAutogradMarkVariables(1, &a, &write, &ga) == 0 && MXAutogradMarkVariables(1, &b, &add, &gb) == 0) {
+    // candidates around this compiler's own offset (the members before `info` differ by whole words)
+    const long own = static_cast<long>(offsetof(nnvm::Node, info));
+    for (long off = own - 32; off <= own + 32 && found < 0; off += 8)
+      if (off > 0 && reads_variable(a, ga, write, off) && reads_variable(b, gb, add, off)) found = off;
+  }
+  for (NDArrayHandle h : {a, b, ga, gb})
+    if (h) MXNDArrayFree(h);
+  return found;
+}
+
+}  // namespace
+
 // Whether the array has autograd information (a gradient buffer from attach_grad, or a place in
-// a recorded graph): what MXNet's Imperative::RecordOp checks. AGInfo is Imperative's friend,
-// so its inline IsNone reads the NDArray's autograd entry; no build option moves that member.
+// a recorded graph): what MXNet's Imperative::RecordOp checks (AGInfo::IsNone, with libmxnet's
+// layout of the node).
 bool in_autograd_graph(NDArrayHandle h) {
-  return !mxnet::Imperative::AGInfo::IsNone(*static_cast<const mxnet::NDArray*>(h));
+  const nnvm::Node* node = autograd_node(h);
+  return node && info_offset() >= 0 && !info_of(node, info_offset()).empty();
+}
+
+// What autograd knows of an array (Imperative::Backward's view): nothing (a constant), a
+// variable with a gradient buffer (attach_grad: a leaf the backward writes into) and its
+// request, or recorded history (the output of a recorded op).
+AutogradRole autograd_role(NDArrayHandle h, int* grad_req) {
+  const nnvm::Node* node = autograd_node(h);
+  const long offset = info_offset();
+  if (!node || offset < 0 || info_of(node, offset).empty()) return AutogradRole::kNone;
+  if (!node->is_variable()) return AutogradRole::kHistory;
+  const auto* info = aginfo_of(node, offset);
+  if (!info) return AutogradRole::kHistory;  // not autograd's: be safe
+  *grad_req = static_cast<int>(info->grad_req);
+  if (info->grad_req == mxnet::kNullOp) return AutogradRole::kNone;
+  return info->outputs.size() == 1 && info->out_grads.size() == 1 ? AutogradRole::kVariable : AutogradRole::kHistory;
 }
 
 bool autograd_peek_works() {
   static const bool works = [] {
+    if (info_offset() < 0) return false;
     const uint32_t shape[] = {3};
     NDArrayHandle a = nullptr, grad = nullptr, other = nullptr;
     if (MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &a) || MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &grad) ||
@@ -107,6 +204,9 @@ bool autograd_peek_works() {
     bool ok = !in_autograd_graph(a);
     uint32_t req = 1;  // write
     ok = ok && MXAutogradMarkVariables(1, &a, &req, &grad) == 0 && in_autograd_graph(a) && !in_autograd_graph(other);
+    int got = -1;
+    ok = ok && autograd_role(a, &got) == AutogradRole::kVariable && got == 1 &&
+         autograd_role(other, &got) == AutogradRole::kNone;
     for (NDArrayHandle h : {a, grad, other}) MXNDArrayFree(h);
     return ok;
   }();

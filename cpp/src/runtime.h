@@ -34,6 +34,7 @@ struct Config {
   bool log_recompiles = false, log_flushes = false;
   bool fuse = true;  // run elementwise chains and optimizer updates in our own kernels (fuse.h)
   bool async_launch = true;  // hand cached segments to MXNet from a background thread (launch.h)
+  bool backward_in_graph = true;  // run backward() with its forward as one graph (backward.h)
 };
 
 struct Site;

@@ -24,6 +24,9 @@ struct Stats {
   uint64_t independent_parts = 0;  // graphs run for recorded segments split into independent parts (parts.h)
   double compile_ms = 0;
   uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels run, and the recorded ops they stood for
+  // backward() calls on pending work: run inside our graph (backward.h), or left to MXNet's
+  // autograd after the pending work ran under it
+  uint64_t backward_in_graph = 0, backward_by_mxnet = 0;
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name
   std::map<std::string, uint64_t> fallback_reasons;

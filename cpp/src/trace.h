@@ -107,8 +107,12 @@ class Trace {
   // recording: the segment runs as a recorded graph, its ops join the autograd graph (under
   // autograd.record(), ops whose inputs need no gradient make segments that are not recorded).
   bool recording = false, training = false, np_shape = false;
+  // A backward() run inside the graph (backward.h): its node; the graph then runs without
+  // autograd (its gradients are graph outputs), though its ops were recorded under it.
+  int backward = -1;
 
   bool empty() const { return nodes.empty(); }
+  bool runs_recorded() const { return recording && backward < 0; }
 
   // Begin a trace segment under the given autograd and shape-semantics state.
   void start(bool rec, bool train, bool np) {
@@ -129,6 +133,7 @@ class Trace {
   Slot& bind(NDArrayHandle h, int value, bool ours, void* owner);
 
   void clear() {
+    backward = -1;
     user_ops = 0;
     user_ops_hash = 0;
     owned.clear();

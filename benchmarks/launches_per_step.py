@@ -1,0 +1,56 @@
+"""How many launches one W3 training step takes under jit(): compiled graphs run, and calls of
+MXNet's autograd backward (Imperative::Backward, which builds, plans and runs a backward graph
+of its own), with backward() inside our graph (the default) and without it.
+
+    .venv/bin/python benchmarks/launches_per_step.py [--steps 20]
+
+Counts, not times: the numbers do not depend on the machine's load.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import minpy_jit  # noqa: E402
+from w3_mlp_step import NDSetup, Setup, initial_weights  # noqa: E402
+
+OPTIMIZERS = (("sgd", {"learning_rate": 0.1}), ("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
+              ("adam", {"learning_rate": 0.01}))
+
+
+def per_step(setup, steps):
+    setup.step()  # compiles (and creates optimizer states)
+    setup.step()
+    minpy_jit.reset_stats()
+    for _ in range(steps):
+        setup.step()
+    st = minpy_jit.stats()
+    return st["executions"] / steps, st["backward_by_mxnet"] / steps, st["flushes"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20)
+    steps = ap.parse_args().steps
+    init = initial_weights()
+    print("W3 step under jit(), per step over %d steps: compiled graphs run, MXNet autograd backward calls"
+          % steps)
+    for in_graph in (False, True):
+        minpy_jit.config(backward_in_graph=in_graph)
+        label = "backward() in our graph" if in_graph else "backward() by MXNet autograd"
+        for opt, kw in OPTIMIZERS:
+            s = Setup("jit", init)
+            s.trainer = s.trainer.__class__(s.net.collect_params(), opt, kw)
+            g, b, fl = per_step(s, steps)
+            name = opt + (" momentum" if kw.get("momentum") else "")
+            print("  %-30s Gluon + Trainer(%-12s): %.1f graphs, %.1f autograd backward; flushes %s"
+                  % (label, name, g, b, fl))
+        g, b, fl = per_step(NDSetup("nd-jit", init), steps)
+        print("  %-30s NDArray form (sgd_update) : %.1f graphs, %.1f autograd backward; flushes %s"
+              % (label, g, b, fl))
+    minpy_jit.config(backward_in_graph=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+// backward() inside our graph.
+//
+// Eager MXNet, and this runtime without it, run a training step's backward() as: the
+// recorded forward as one graph under autograd (a tape node), then MXAutogradBackwardEx,
+// which on every call builds the backward graph from the tape, infers and plans it, and
+// runs it. Here, when backward() is called on results of the pending recorded trace, a
+// backward node is appended to the trace instead, and the trace runs at once as one graph
+// without autograd: forward and gradient nodes together (the gradient made by MXNet's own
+// pass, grad_graph.h), the gradients written straight into the variables' gradient
+// buffers, which are then marked fresh as MXNet's backward marks them. One compiled,
+// cached launch instead of a launch and an autograd backward.
+//
+// Only when the result is what eager MXNet gives: every head a lazy result of this trace,
+// no retain_graph / create_graph / explicit variables, the trace's external arrays either
+// constants or variables with grad_req 'write' (not 'add', nor history recorded elsewhere),
+// and no value still held that depends on a variable outside the heads' graph (eager would
+// keep that one's history for a later backward; a graph run keeps none). Otherwise the
+// trace runs under autograd and MXNet's backward runs, as before.
+#include "backward.h"
+
+#include <algorithm>
+
+#include "mxapi.h"
+#include "runtime.h"
+
+namespace minpy {
+
+const char* const kBackwardOp = "_minpy_backward";
+
+namespace {
+
+OpInfo& backward_op() {
+  static OpInfo info = [] {
+    OpInfo i;
+    i.name = kBackwardOp;
+    i.hash = hash_bytes(i.name.data(), i.name.size());
+    return i;
+  }();
+  return info;
+}
+
+}  // namespace
+
+bool is_backward_node(const Node& n) { return n.op == &backward_op(); }
+
+bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
+                       const std::vector<NDArrayHandle>& head_grads, bool retain_graph, bool train) {
+  Trace& t = ts.trace;
+  if (!R->cfg.backward_in_graph || ts.depth == 0 || ts.busy || ts.flushing || t.empty() || !t.recording ||
+      t.np_shape || retain_graph || train != t.training || t.backward >= 0 || (ts.site && ts.site->eager) ||
+      heads.empty() || head_grads.size() != heads.size() || !autograd_peek_works())
+    return false;
+  const size_t nv = t.values.size();
+
+  // Heads: lazy results of this trace.
+  std::vector<int> head_values;
+  for (NDArrayHandle h : heads) {
+    auto it = t.slots.find(h);
+    if (it == t.slots.end() || t.values[it->second.value].node < 0) return false;
+    head_values.push_back(it->second.value);
+  }
+
+  // The trace's external arrays: constants, or variables whose gradient MXNet would write.
+  std::vector<char> is_var(nv, 0), on_var(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = t.values[v];
+    if (val.node >= 0 || !val.ext) continue;
+    int req = 0;
+    const AutogradRole role = autograd_role(val.ext, &req);
+    if (role == AutogradRole::kHistory) return false;
+    if (role == AutogradRole::kVariable) {
+      if (req != 1 && req != 2) return false;  // 'add': MXNet adds into the buffer in its kernels
+      is_var[v] = on_var[v] = 1;
+    }
+  }
+  for (const Node& n : t.nodes) {
+    bool d = false;
+    for (int v : n.in) d |= on_var[v] != 0;
+    for (int o : n.out) on_var[o] = d;
+  }
+
+  // The heads' graph: the nodes they depend on.
+  std::vector<char> in_graph(t.nodes.size(), 0);
+  std::vector<int> stack;
+  for (int v : head_values) stack.push_back(t.values[v].node);
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    if (in_graph[n]) continue;
+    in_graph[n] = 1;
+    for (int v : t.nodes[n].in)
+      if (t.values[v].node >= 0) stack.push_back(t.values[v].node);
+  }
+  // A value read three or more times: MXNet sums its gradient contributions in the order of
+  // its own graph, which ours need not share (a + b is b + a; three terms are not).
+  std::vector<int> reads(nv, 0);
+  for (size_t n = 0; n < t.nodes.size(); ++n)
+    if (in_graph[n])
+      for (int v : t.nodes[n].in)
+        if (++reads[v] > 2) return false;
+  // A result still held that depends on a variable through a node outside the heads' graph:
+  // eager MXNet keeps its history (a later backward could use it); a graph run keeps none.
+  for (const auto& kv : t.slots) {
+    const Slot& s = kv.second;
+    const Value& val = t.values[s.value];
+    if (val.node < 0 || in_graph[val.node] || !on_var[s.value]) continue;
+    const bool live = s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value;
+    if (live) return false;
+  }
+
+  // The variables: those the heads' graph reads, in order of first use.
+  std::vector<int> xs;
+  std::vector<char> taken(nv, 0);
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    if (!in_graph[n]) continue;
+    for (int v : t.nodes[n].in)
+      if (is_var[v] && !taken[v]) taken[v] = 1, xs.push_back(v);
+  }
+  if (xs.empty()) return false;  // nothing to differentiate: MXNet's own answer (an error) stands
+
+  // Each variable's gradient buffer, as a handle of our own (freed after the flush).
+  std::vector<NDArrayHandle> grads;
+  std::vector<AVal> grad_avals;
+  auto give_up = [&] {
+    for (NDArrayHandle g : grads) MXNDArrayFree(g);
+    return false;
+  };
+  for (int v : xs) {
+    NDArrayHandle g = nullptr;
+    if (MXNDArrayGetGrad(t.values[v].ext, &g) != 0 || !g) return give_up();
+    grads.push_back(g);
+    AVal a;
+    try {
+      a = aval_of(g);
+    } catch (const MXError&) {
+      return give_up();
+    }
+    const AVal& w = t.values[v].aval;
+    if (a.dtype != w.dtype || a.ndim != w.ndim || !std::equal(a.dims, a.dims + a.ndim, w.dims)) return give_up();
+    grad_avals.push_back(a);
+  }
+
+  // Head gradients: given arrays (external, or results of this trace), else MXNet's ones.
+  std::vector<int> given;
+  std::string mask;
+  for (size_t i = 0; i < heads.size(); ++i) {
+    if (!head_grads[i]) {
+      mask += '0';
+      continue;
+    }
+    const int v = t.value_of(head_grads[i], nullptr, nullptr);
+    const AVal &a = t.values[v].aval, &h = t.values[head_values[i]].aval;
+    if (a.dtype != h.dtype || a.size() != h.size()) return give_up();
+    given.push_back(v);
+    mask += '1';
+  }
+
+  // The backward node: in = heads, given head gradients, variables; out = one gradient per
+  // variable, written into its gradient buffer.
+  std::vector<int> in = head_values;
+  in.insert(in.end(), given.begin(), given.end());
+  in.insert(in.end(), xs.begin(), xs.end());
+  std::vector<Attr> attrs = {{"num_heads", std::to_string(heads.size())}, {"head_grads", mask}};
+  const uint64_t attr_hash = hash_attrs(attrs);
+  const int first = t.add_node(&backward_op(), std::move(attrs), attr_hash, in, grad_avals, {}, -1);
+  if (R->cfg.track_source) t.nodes.back().loc = R->sources.capture();
+  t.backward = static_cast<int>(t.nodes.size()) - 1;
+  std::vector<NDArrayHandle> variables;
+  std::vector<py::object> keep;  // the variables' arrays, alive past the flush that releases the trace
+  for (size_t j = 0; j < xs.size(); ++j) {
+    t.owned.push_back(grads[j]);
+    t.bind(grads[j], first + static_cast<int>(j), false, nullptr);
+    const NDArrayHandle var = t.values[xs[j]].ext;
+    variables.push_back(var);
+    auto it = t.slots.find(var);
+    if (it != t.slots.end() && it->second.owner)
+      keep.push_back(py::reinterpret_borrow<py::object>(static_cast<PyObject*>(it->second.owner)));
+  }
+  ++R->stats.ops_recorded;
+  ++R->pending;
+  ++R->stats.backward_in_graph;
+  flush_thread(ts, "backward", user_site());
+  for (NDArrayHandle v : variables) MX_CALL(MXNDArraySetGradState(v, 1));  // as MXNet's backward does
+  return true;
+}
+
+}  // namespace minpy

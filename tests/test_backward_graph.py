@@ -1,0 +1,344 @@
+"""backward() inside our graph: the recorded forward and MXNet's gradient of it run as one launch.
+
+A training step under jit() is then two launches (forward + backward, optimizer update), and
+no MXNet autograd backward call. Gradients, losses and weights are compared bit for bit with
+eager MXNet; the cases where the graph cannot give eager's result must leave backward() to
+MXNet's autograd (stats()['backward_by_mxnet']) and still match.
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+from mxnet.gluon import nn
+
+import minpy_jit
+from conftest import BIG
+
+
+def bits(a):
+    a = a.asnumpy() if isinstance(a, nd.NDArray) else np.asarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def assert_bits(eager, jitted):
+    assert len(eager) == len(jitted)
+    for i, (e, j) in enumerate(zip(eager, jitted)):
+        assert np.array_equal(bits(e), bits(j)), "array %d differs: max abs %g" % (
+            i, np.abs(np.asarray(e.asnumpy() if isinstance(e, nd.NDArray) else e, np.float64)
+                      - np.asarray(j.asnumpy() if isinstance(j, nd.NDArray) else j, np.float64)).max())
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    old = minpy_jit.config()
+    minpy_jit.clear_cache()
+    minpy_jit.config(recompile_limit=BIG, backward_in_graph=True)
+    yield
+    minpy_jit.config(recompile_limit=old["recompile_limit"], backward_in_graph=old["backward_in_graph"])
+
+
+def both(run):
+    """run(use_jit) -> list of arrays; eager then jit; returns (eager, jitted, stats delta)."""
+    eager = [a.copy() if isinstance(a, nd.NDArray) else a for a in run(False)]
+    before = minpy_jit.stats()
+    jitted = run(True)
+    after = minpy_jit.stats()
+    delta = {k: after[k] - before[k] for k in ("backward_in_graph", "backward_by_mxnet", "executions",
+                                                 "eager_replays", "independent_parts")}
+    return eager, jitted, delta
+
+
+class _scope:
+    def __init__(self, on):
+        self.s = minpy_jit.jit() if on else None
+
+    def __enter__(self):
+        if self.s:
+            self.s.__enter__()
+
+    def __exit__(self, *a):
+        if self.s:
+            return self.s.__exit__(*a)
+        return False
+
+
+def rand(shape, seed):
+    return nd.array(np.random.RandomState(seed).uniform(-1, 1, shape).astype(np.float32))
+
+
+# ------------------------------------------------------------------ training steps
+
+def _mlp(dropout=0.0, bn=False):
+    net = nn.HybridSequential()
+    net.add(nn.Dense(32, activation="relu", in_units=20))
+    if bn:
+        net.add(nn.BatchNorm(in_channels=32))
+    if dropout:
+        net.add(nn.Dropout(dropout))
+    net.add(nn.Dense(16, activation="relu", in_units=32), nn.Dense(4, in_units=16))
+    return net
+
+
+@pytest.mark.parametrize("opt,kw,extra", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}, {}),
+                                          ("adam", {"learning_rate": 0.01}, {}),
+                                          ("sgd", {"learning_rate": 0.1}, {"dropout": 0.3, "bn": True})],
+                         ids=["momentum", "adam", "dropout-batchnorm"])
+def test_gluon_trainer_50_steps_two_launches_per_step(opt, kw, extra):
+    steps = 50
+
+    def run(use_jit):
+        mx.random.seed(3)
+        net = _mlp(**extra)
+        net.initialize(mx.init.Xavier())
+        x, y = rand((8, 20), 1), nd.array(np.arange(8) % 4)
+        net(x)
+        trainer = gluon.Trainer(net.collect_params(), opt, kw)
+        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+        losses = []
+        for _ in range(steps):
+            with _scope(use_jit):
+                with autograd.record():
+                    loss = lossfn(net(x), y)
+                loss.backward()
+                trainer.step(8)
+            losses.append(loss)
+        params = list(net.collect_params().values())
+        return losses + [p.data() for p in params] + [p.grad() for p in params if p.grad_req != "null"]
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_in_graph"] == steps and st["backward_by_mxnet"] == 0, st
+    # forward+backward, then the update (the first step also makes the optimizer's states)
+    assert 2 * steps <= st["executions"] <= 2 * steps + 1 and st["eager_replays"] == 0, st
+
+
+def test_ndarray_form_sgd_update_per_weight_50_steps():
+    """nd ops, autograd, sgd_update per weight reading w.grad: two launches a step (reading
+    .grad does not cut the trace)."""
+    steps = 50
+
+    def run(use_jit):
+        rs = np.random.RandomState(4)
+        ws = [nd.array(rs.uniform(-.3, .3, s).astype(np.float32)) for s in [(16, 20), (16,), (4, 16), (4,)]]
+        for w in ws:
+            w.attach_grad()
+        x, y = rand((8, 20), 5), nd.array(np.arange(8) % 4)
+        losses = []
+        for _ in range(steps):
+            with _scope(use_jit):
+                with autograd.record():
+                    h = nd.relu(nd.FullyConnected(x, ws[0], ws[1], num_hidden=16))
+                    out = nd.FullyConnected(h, ws[2], ws[3], num_hidden=4)
+                    loss = nd.mean(-nd.pick(nd.log_softmax(out), y))
+                loss.backward()
+                for w in ws:
+                    nd.sgd_update(w, w.grad, lr=0.1, out=w)
+            losses.append(loss)
+        return losses + ws + [w.grad for w in ws]
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_in_graph"] == steps and st["executions"] == 2 * steps, st
+
+
+# ------------------------------------------------------------------ forms that run inside the graph
+
+def _x_used_twice(x, w):
+    return nd.sum(nd.relu(x * w) * x)
+
+
+def _fused_chain(x, w):
+    return nd.sum(nd.relu(x * w + 0.5) * 2 - w)
+
+
+def _dropped_independent_result(x, w):
+    nd.sum(nd.relu(w) * 3)  # a computation sharing nothing with the loss, its result dropped
+    return nd.sum(x * w)
+
+
+LABELS = nd.array([0, 1, 2, 0])
+
+
+def _pick_and_softmax(x, w):
+    return -nd.mean(nd.pick(nd.log_softmax(nd.dot(x, w)), LABELS, axis=-1))
+
+
+GRAPH_FORMS = {"value read twice": _x_used_twice, "fused elementwise chain": _fused_chain,
+               "pick + log_softmax": _pick_and_softmax,
+               "dropped independent result": _dropped_independent_result}
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH_FORMS))
+def test_forms_backward_in_graph_bit_exact(name):
+    f = GRAPH_FORMS[name]
+
+    def run(use_jit):
+        x, w = rand((4, 3), 6), rand((4, 3) if name != "pick + log_softmax" else (3, 3), 7)
+        x.attach_grad()
+        w.attach_grad()
+        with _scope(use_jit):
+            with autograd.record():
+                loss = f(x, w)
+            loss.backward()
+        return [loss, x.grad, w.grad]
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    # one graph without autograd: not split into parts recorded under it (parts.cc)
+    assert st["backward_in_graph"] == 1 and st["backward_by_mxnet"] == 0 and st["independent_parts"] == 0, st
+
+
+def test_head_gradient_and_two_heads_in_graph():
+    def run(use_jit):
+        x = rand((5, 3), 8)
+        x.attach_grad()
+        hg = rand((5, 3), 9)
+        out = []
+        with _scope(use_jit):
+            with autograd.record():
+                y = nd.relu(x) * 3 - x
+            y.backward(hg)
+            out.append(x.grad.copy())
+            with autograd.record():
+                a = nd.sum(x * 2)
+                b = nd.sum(nd.relu(x))
+            autograd.backward([a, b])
+            out.append(x.grad.copy())
+        return out + [y, a, b]
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_in_graph"] == 2 and st["backward_by_mxnet"] == 0, st
+
+
+def test_frozen_parameters_get_no_gradient():
+    """A parameter with grad_req='null' is a constant: its gradient buffer keeps its value."""
+    def run(use_jit):
+        mx.random.seed(5)
+        net = _mlp()
+        net.initialize()
+        net(rand((4, 20), 1))
+        for p in net[0].collect_params().values():
+            p.grad_req = "null"
+        with _scope(use_jit):
+            with autograd.record():
+                loss = nd.sum(net(rand((4, 20), 2)))
+            loss.backward()
+        return [loss] + [p.grad() for p in net.collect_params().values() if p.grad_req != "null"]
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_in_graph"] == 1, st
+
+
+# ------------------------------------------------------------------ forms left to MXNet's autograd
+
+def _retain_graph(x, w):
+    with autograd.record():
+        y = nd.sum(nd.relu(x * w))
+    y.backward(retain_graph=True)
+    first = x.grad.copy()
+    y.backward()
+    return [first, x.grad, w.grad]
+
+
+def _grad_req_add(x, w):
+    x.attach_grad(grad_req="add")
+    for _ in range(2):
+        with autograd.record():
+            y = nd.sum(nd.relu(x * w))
+        y.backward()
+    return [x.grad, w.grad]
+
+
+def _read_three_times(x, w):
+    with autograd.record():
+        y = nd.sum(x * w + x * x)  # x: three reads (x*w, and twice in x*x)
+    y.backward()
+    return [x.grad, w.grad]
+
+
+def _input_with_history(x, w):
+    with autograd.record():
+        h = nd.relu(x * w)
+        h.wait_to_read()  # runs h's segment under autograd: h now has history
+        y = nd.sum(h * 2)
+    y.backward()
+    return [x.grad, w.grad]
+
+
+def _second_loss_kept(x, w):
+    with autograd.record():
+        y1 = nd.sum(x * w)
+        y2 = nd.sum(nd.relu(w) * 3)  # another graph, kept for a later look (its history too)
+    y1.backward()
+    return [w.grad, x.grad, y2]
+
+
+MXNET_FORMS = {"retain_graph": _retain_graph, "grad_req add": _grad_req_add, "value read three times":
+               _read_three_times, "input with history": _input_with_history,
+               "second loss kept": _second_loss_kept}
+
+
+@pytest.mark.parametrize("name", sorted(MXNET_FORMS))
+def test_forms_left_to_mxnet_autograd(name):
+    f = MXNET_FORMS[name]
+
+    def run(use_jit):
+        x, w = rand((4, 3), 10), rand((4, 3), 11)
+        x.attach_grad()
+        w.attach_grad()
+        with _scope(use_jit):
+            return f(x, w)
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_by_mxnet"] >= 1, st
+
+
+def test_second_backward_without_retain_graph_raises_like_eager():
+    def run(use_jit):
+        x = rand((3,), 12)
+        x.attach_grad()
+        errors = []
+        with _scope(use_jit):
+            with autograd.record():
+                y = nd.sum(x * x)
+            y.backward()
+            try:
+                y.backward()
+            except mx.base.MXNetError:
+                errors.append("MXNetError")
+        return [x.grad, np.array(len(errors))]
+
+    eager, jitted, st = both(run)
+    assert int(eager[1]) == 1
+    assert_bits(eager, jitted)
+
+
+def test_switched_off_gives_the_autograd_path():
+    def run(use_jit):
+        x, w = rand((4, 3), 13), rand((4, 3), 14)
+        x.attach_grad()
+        w.attach_grad()
+        with _scope(use_jit):
+            with autograd.record():
+                y = _fused_chain(x, w)
+            y.backward()
+        return [y, x.grad, w.grad]
+
+    minpy_jit.config(backward_in_graph=False)
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_in_graph"] == 0 and st["backward_by_mxnet"] == 1, st
+
+
+def test_graph_printout_names_the_gradient():
+    x = rand((4, 3), 15)
+    x.attach_grad()
+    with minpy_jit.jit():
+        with autograd.record():
+            y = nd.sum(nd.relu(x) * 2)
+        y.backward()
+    ir = minpy_jit.last_graph()
+    assert "_minpy_backward(" in ir and "MXNet's gradient pass" in ir, ir
