@@ -128,9 +128,7 @@ bool backward_in_our_graph(ThreadState& ts, PyObject* const* argv, Py_ssize_t na
   if (!handle_array_arg(argv[1], n, &heads) || !handle_array_arg(argv[2], n, &head_grads)) return false;
   for (NDArrayHandle h : heads)
     if (!h) return false;
-  if (backward_in_graph(ts, heads, head_grads, retain != 0, train != 0)) return true;
-  ++R->stats.backward_by_mxnet;
-  return false;
+  return backward_in_graph(ts, heads, head_grads, retain != 0, train != 0);
 }
 
 // Turns a C++ exception into the pending Python error.
@@ -165,9 +163,11 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
           cause = "backward (create_graph): eager replay";
         }
       }
-      if (PyTuple_GET_ITEM(self, 2) == Py_True && !eager && !in_callback(ts) && !ts.busy &&
-          backward_in_our_graph(ts, argv, nargs))
-        return PyLong_FromLong(0);  // the C API's success: the gradients are in their buffers
+      if (PyTuple_GET_ITEM(self, 2) == Py_True && !in_callback(ts) && !ts.busy) {
+        if (!eager && backward_in_our_graph(ts, argv, nargs))
+          return PyLong_FromLong(0);  // the C API's success: the gradients are in their buffers
+        ++R->stats.backward_by_mxnet;
+      }
       if (in_callback(ts)) {
         std::vector<NDArrayHandle> handles;
         handles_in(argv, nargs, &handles);
