@@ -2,9 +2,11 @@
 MXNet's autograd backward (Imperative::Backward, which builds, plans and runs a backward graph
 of its own), with backward() inside our graph (the default) and without it.
 
-    .venv/bin/python benchmarks/launches_per_step.py [--steps 20]
+    .venv/bin/python benchmarks/launches_per_step.py [--steps 20] [--time]
 
-Counts, not times: the numbers do not depend on the machine's load.
+Counts, not times: the numbers do not depend on the machine's load. --time also times the
+W3 step (Gluon + Trainer sgd, and the NDArray form) under jit() both ways and eager,
+interleaved in one run (timing.compare), and prints the ratios.
 """
 import argparse
 import os
@@ -13,6 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minpy_jit  # noqa: E402
+import timing  # noqa: E402
 from w3_mlp_step import NDSetup, Setup, initial_weights  # noqa: E402
 
 OPTIMIZERS = (("sgd", {"learning_rate": 0.1}), ("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
@@ -32,7 +35,9 @@ def per_step(setup, steps):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20)
-    steps = ap.parse_args().steps
+    ap.add_argument("--time", action="store_true")
+    args = ap.parse_args()
+    steps = args.steps
     init = initial_weights()
     print("W3 step under jit(), per step over %d steps: compiled graphs run, MXNet autograd backward calls"
           % steps)
@@ -50,6 +55,31 @@ def main():
         print("  %-30s NDArray form (sgd_update) : %.1f graphs, %.1f autograd backward; flushes %s"
               % (label, g, b, fl))
     minpy_jit.config(backward_in_graph=True)
+    if args.time:
+        time_both(init)
+
+
+def time_both(init):
+    fns = {}
+    for form, make in (("Gluon + Trainer", lambda m: Setup(m, init)), ("NDArray form", lambda m: NDSetup(m, init))):
+        jit_mode = "jit" if form == "Gluon + Trainer" else "nd-jit"
+        fns[form + ", eager"] = make("eager" if jit_mode == "jit" else "nd-eager").step
+        for in_graph in (True, False):
+            setup = make(jit_mode)
+
+            def step(setup=setup, in_graph=in_graph):
+                minpy_jit.config(backward_in_graph=in_graph)
+                return setup.step()
+            fns["%s, jit() backward %s" % (form, "in our graph" if in_graph else "by MXNet autograd")] = step
+    res = timing.compare(fns)
+    minpy_jit.config(backward_in_graph=True)
+    timing.print_env()
+    ms = {k: r.median * 1e3 for k, r in res.items()}
+    timing.table([[k, "%.3f" % ms[k], "%.0f%%" % (100 * res[k].spread)] for k in fns], ["W3 step", "ms", "spread"])
+    for form in ("Gluon + Trainer", "NDArray form"):
+        e, a, b = (ms[form + s] for s in (", eager", ", jit() backward in our graph", ", jit() backward by MXNet autograd"))
+        print("%s: eager/jit %s with backward in our graph, %s with MXNet's autograd backward; "
+              "autograd-backward/in-graph %s" % (form, timing.ratio(e, a), timing.ratio(e, b), timing.ratio(b, a)))
 
 
 if __name__ == "__main__":
