@@ -190,6 +190,23 @@ def w5_reference(ws, gs, steps=CHECK_STEPS):
     return out
 
 
+def w5_adam_reference(ws, gs, lr, steps=CHECK_STEPS, beta1=0.9, beta2=0.999, eps=1e-8):
+    """Weights after `steps` of MXNet 1.9.1's Adam (optimizer.Adam: bias correction folded into
+    the learning rate, lr * sqrt(1 - beta2^t) / (1 - beta1^t); then adam_update) with the same
+    gradients: W5's form C, Trainer('adam')."""
+    out = []
+    for w, g in zip(ws, gs):
+        w, g = _f64(w), _f64(g)
+        mean, var = np.zeros_like(w), np.zeros_like(w)
+        for t in range(1, steps + 1):
+            lr_t = lr * np.sqrt(1 - beta2 ** t) / (1 - beta1 ** t)
+            mean = beta1 * mean + (1 - beta1) * g
+            var = beta2 * var + (1 - beta2) * g * g
+            w = w - lr_t * mean / (np.sqrt(var) + eps)
+        out.append(w)
+    return out
+
+
 def reference(workload):
     """The float64 reference result(s) of `workload` for the fixed inputs above: an array for
     W1 and W2, a list of arrays for W3 (as w3_result orders them), W4 ([h, c]) and W5."""

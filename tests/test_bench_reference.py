@@ -95,6 +95,29 @@ def test_w5_updates_pass_and_one_update_less_fails():
     assert not R.check("W5", [a.astype(np.float32) for a in fewer], ref)["ok"]
 
 
+def test_w5_adam_trainer_steps_pass_and_the_momentum_reference_fails():
+    """W5's form C (Trainer('adam')) against MXNet's Adam reference; the momentum reference,
+    which form C was once checked against, fails it."""
+    import mxnet as mx
+    ws, gs = R.w5_inputs()
+    params = gluon.ParameterDict("ref_adam_")
+    for i, (w, g) in enumerate(zip(ws[:8], gs[:8])):
+        p = params.get("p%d" % i, shape=R.W5["shape"])
+        p.initialize(mx.init.Constant(0))
+        p.set_data(nd.array(w))
+        p.grad()[:] = nd.array(g)
+    trainer = gluon.Trainer(params, "adam", {"learning_rate": 0.001})
+    for _ in range(R.CHECK_STEPS):
+        for p in params.values():
+            p.data()._fresh_grad = True
+        trainer.step(1)
+    got = [p.data().asnumpy() for p in params.values()]
+    assert R.check("W5", got, R.w5_adam_reference(ws[:8], gs[:8], lr=0.001))["ok"]
+    fewer = R.w5_adam_reference(ws[:8], gs[:8], lr=0.001, steps=R.CHECK_STEPS - 1)
+    assert not R.check("W5", [a.astype(np.float32) for a in fewer], R.w5_adam_reference(ws[:8], gs[:8], lr=0.001))["ok"]
+    assert not R.check("W5", got, R.w5_reference(ws[:8], gs[:8]))["ok"]
+
+
 @pytest.mark.parametrize("bad, why", [
     (lambda r: r[:-1], "arrays"),
     (lambda r: [r[0].T] + list(r[1:]), "shape"),
