@@ -301,3 +301,71 @@ def test_frozen_attribute_of_self():
     for s in (1.0, 3.0, 3.0, 0.5):
         layer.scale = s
         assert_same(x * s, layer(x))
+
+
+def test_property_with_an_effect_runs_once_per_call():
+    """Footgun: a property (Python code run on every read) with an effect -- a counter, a
+    schedule stepping -- is run once by a tracer, or run again by a guard that re-reads it
+    (twice a call with the capture). Here reading a property defined outside mxnet is a call
+    of unknown effects: its statement stays Python and runs exactly as often as in Python."""
+    class Schedule:
+        def __init__(self):
+            self.steps = 0
+
+        @property
+        def lr(self):
+            self.steps += 1
+            return 0.1 * self.steps
+
+    x = arr(rand(3))
+    sched_f, sched_p = Schedule(), Schedule()
+
+    def step(x, sched):
+        y = x * 2
+        return y * sched.lr
+
+    f = minpy_jit.function(step)
+    for _ in range(4):
+        assert_same(step(x, sched_p), f(x, sched_f))
+        assert sched_f.steps == sched_p.steps
+    assert any("property Schedule.lr" in m for m in f.messages), f.messages
+
+
+def test_a_pure_property_outside_mxnet_still_gives_python_results():
+    """The same split for a property without effects: correct, the rest still compiled."""
+    class Cfg:
+        def __init__(self, s):
+            self._s = s
+
+        @property
+        def scale(self):
+            return self._s
+
+    cfg, x = Cfg(2.0), arr(rand(3))
+
+    def f(x):
+        h = nd.relu(x * 3)
+        return h * cfg.scale
+
+    g = minpy_jit.function(f)
+    for s in (2.0, 2.0, 5.0, 5.0):
+        cfg._s = s
+        assert_same(f(x), g(x))
+    assert _core.fragment_stats()["replayed"] + _core.fragment_stats()["appended"] > 0
+
+
+def test_defaults_rebound_after_decoration_are_used():
+    """Footgun: default values copied when the function was compiled. Here a call uses the
+    original's current `__defaults__` / `__kwdefaults__`."""
+    def f(x, s=0.5, *, t=1.0):
+        return x * s + t
+
+    g = minpy_jit.function(f)
+    x = arr(rand(3))
+    assert_same(f(x), g(x))
+    f.__defaults__ = (0.25,)
+    assert_same(f(x), g(x))
+    f.__kwdefaults__["t"] = 3.0
+    assert_same(f(x), g(x))
+    f.__kwdefaults__ = {"t": -1.0}
+    assert_same(f(x), g(x))

@@ -596,8 +596,49 @@ def ga(obj, name):
         return value
     n = cap.prov.get(id(obj))
     if n is not None and n.value is obj and n.kind in ("type", "id"):
+        if n.kind == "type":
+            getter = python_getter(obj, name)
+            if getter is not None:
+                # the guard walk would run it again on every call (twice, with the capture)
+                cap.refuse("reads `%s.%s`, computed by %s on every read (its effects are unknown)"
+                           % (n.path, name, getter))
         cap.attr(n, name, value)
     return value
+
+
+def python_getter(obj, name):
+    """The Python code (outside mxnet) that reading `obj.name` runs -- a property, another
+    descriptor or `__getattr__` -- described, or None for a plain attribute or method."""
+    tp = type(obj)
+    found = None
+    for klass in tp.__mro__:
+        if name in klass.__dict__:
+            found = klass.__dict__[name]
+            break
+    if found is None:
+        inst = getattr(obj, "__dict__", None)
+        if isinstance(inst, dict) and name in inst:
+            return None
+        fn = getattr(tp, "__getattr__", None)
+        return _outside_mxnet(fn, "%s.__getattr__" % tp.__name__)
+    if isinstance(found, property):
+        return _outside_mxnet(found.fget, "the property %s.%s" % (tp.__name__, name))
+    if isinstance(found, (types.FunctionType, staticmethod, classmethod)):
+        return None  # a method: reading it binds, nothing runs
+    get = getattr(type(found), "__get__", None)
+    if not isinstance(get, types.FunctionType):
+        return None  # a plain class attribute, or a descriptor written in C (slots, getsets)
+    inst = getattr(obj, "__dict__", None)
+    if getattr(type(found), "__set__", None) is None and isinstance(inst, dict) and name in inst:
+        return None  # a non-data descriptor shadowed by the instance's own value
+    return _outside_mxnet(get, "the descriptor %s.%s" % (tp.__name__, name))
+
+
+def _outside_mxnet(fn, what):
+    if not isinstance(fn, types.FunctionType):
+        return None
+    module = getattr(fn, "__module__", None) or ""
+    return None if module == "mxnet" or module.startswith("mxnet.") else what
 
 
 def gi(obj, key):

@@ -282,7 +282,7 @@ def rewritten_function(plan, fragment_calls, enter, exit_):
         else:
             cells.append(types.CellType(values[name]))
     out = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells))
-    out.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
+    out.__kwdefaults__ = fn.__kwdefaults__  # the same dict: changed in place, seen by both
     out.__qualname__ = fn.__qualname__
     out.__module__ = fn.__module__
     out.__doc__ = fn.__doc__

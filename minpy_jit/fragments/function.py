@@ -109,6 +109,10 @@ class Function:
         if compiled is None:
             with jit(site=self.site):
                 return self.original(*args, **kwargs)
+        original = self.original
+        if compiled.__defaults__ is not original.__defaults__ or compiled.__kwdefaults__ is not original.__kwdefaults__:
+            # defaults rebound on the original after decoration: a call uses the new ones
+            compiled.__defaults__, compiled.__kwdefaults__ = original.__defaults__, original.__kwdefaults__
         return compiled(*args, **kwargs)
 
     def __get__(self, obj, objtype=None):
