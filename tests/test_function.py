@@ -566,3 +566,59 @@ def test_direct_launch_in_own_scope_under_autograd_gives_eager_gradients():
         assert_same(grads[1][0], got[0])
         assert_same(grads[1][1], got[1])
     assert _core.fragment_info(loss_of.fragments[-1].handle)["direct"] >= 1
+
+
+def _param_inputs(f):
+    return _core.fragment_info(f.fragments[0].handle)["variants"][0]["param_inputs"]
+
+
+def test_inputs_that_stay_the_same_arrays_run_as_graph_parameters_and_stay_right():
+    """A direct launch declares the inputs that were the same arrays in its first two launches
+    as CachedOp parameters (as Gluon does for a hybridized block's weights). Their values may
+    change in place between calls, or the arrays be replaced: results stay the undecorated
+    function's."""
+    W = {"w": arr(rand(5, 4, seed=1)), "b": arr(rand(4, seed=2))}
+
+    @minpy_jit.function
+    def layer(x):
+        h = nd.FullyConnected(x, W["w"].T, W["b"], num_hidden=4)
+        for _ in range(3):
+            h = nd.tanh(h) * 0.5 + x.sum()
+        return h
+
+    def check(x):
+        got = layer(x)
+        want = layer.original(x)
+        assert_same(want, got)
+
+    for k in range(3):
+        check(arr(rand(3, 5, seed=10 + k)))   # x is a new array every call: a data input
+    assert _param_inputs(layer) >= 2          # w and b are the same arrays: parameters
+    W["w"] += 1                               # changed in place
+    check(arr(rand(3, 5, seed=20)))
+    W["w"][:] = arr(rand(5, 4, seed=3))
+    check(arr(rand(3, 5, seed=21)))
+    for k in range(6):                        # replaced by other arrays, call after call
+        W["b"] = arr(rand(4, seed=30 + k))
+        check(arr(rand(3, 5, seed=40 + k)))
+    assert _param_inputs(layer) == 0          # given up after changing arrays: plain inputs again
+    check(arr(rand(3, 5, seed=50)))
+
+
+def test_an_input_written_in_place_is_never_a_graph_parameter():
+    @minpy_jit.function
+    def acc(total, x):
+        total += x * 2
+        return total
+
+    total, x = arr(rand(4, seed=1)), arr(rand(4, seed=2))
+    want_total = total.copy()
+    for _ in range(4):
+        got = acc(total, x)
+        want = acc.original(want_total, x)
+        assert_same(want, got)
+        assert_same(want_total, total)
+    info = _core.fragment_info(acc.fragments[0].handle)["variants"][0]
+    assert info["writes_inputs"] == 1
+    # x is stable and may be a parameter; total (written) never is
+    assert info["param_inputs"] <= 1

@@ -199,12 +199,12 @@ void push_default_layout(const std::vector<NDArrayHandle>& arrays) {
 
 }  // namespace
 
-int invoke_cached_op(const Executor& exe, LaunchArrays& a) {
+int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
   push_default_layout(a.ours_write);
   int nout = static_cast<int>(a.outs.size());
   NDArrayHandle* outp = a.outs.data();
   const int* stypes = nullptr;
-  return MXInvokeCachedOpEx(exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
+  return MXInvokeCachedOpEx(op ? op : exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
 }
 
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {

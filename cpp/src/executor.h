@@ -63,7 +63,8 @@ struct LaunchArrays {
 LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 
 // Hands MXNet one run of an executor (its results written into `outs`); MXNet's return code.
-int invoke_cached_op(const Executor& exe, LaunchArrays& arrays);
+// `op`: another CachedOp of the same graph to run instead (see fragment.cc, stable inputs).
+int invoke_cached_op(const Executor& exe, LaunchArrays& arrays, CachedOpHandle op = nullptr);
 
 // Runs an executor on the trace's arrays under the trace's autograd state.
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);

@@ -119,6 +119,19 @@ struct Variant {
   std::string compile_error;
   Key128 key;
   uint64_t hits = 0;
+  // Inputs that are the same arrays call after call (a block's parameters, a global): the
+  // variant's own CachedOp declares them as parameters (`param_indices`, what Gluon does for
+  // a hybridized block), so MXNet binds the operators reading them once and runs them in
+  // engine bulks instead of pushing each operator (W4: 150 pushes -> a few). Decided at the
+  // second direct launch by comparing the arrays with the first launch's; given up for good
+  // after kParamMisses launches where one of them changed (MXNet re-binds then: right, slower).
+  struct StableInputs {
+    CachedOpHandle op = nullptr;      // the CachedOp with param_indices, or null
+    std::vector<NDArrayHandle> last;  // the inputs of the previous direct launch
+    std::vector<char> stable;         // per input: declared a parameter
+    int launches = 0, misses = 0;
+    bool decided = false;
+  } stable_inputs;
   ~Variant();
 };
 
