@@ -591,9 +591,10 @@ def test_inputs_that_stay_the_same_arrays_run_as_graph_parameters_and_stay_right
         want = layer.original(x)
         assert_same(want, got)
 
-    for k in range(3):
-        check(arr(rand(3, 5, seed=10 + k)))   # x is a new array every call: a data input
-    assert _param_inputs(layer) >= 2          # w and b are the same arrays: parameters
+    base = arr(rand(3, 5, seed=10))
+    for k in range(4):
+        check(base * (k + 1))                 # x is a new temporary every call: a data input,
+    assert _param_inputs(layer) == 2          # even when its handle's address is reused; w, b: parameters
     W["w"] += 1                               # changed in place
     check(arr(rand(3, 5, seed=20)))
     W["w"][:] = arr(rand(5, 4, seed=3))
@@ -622,3 +623,19 @@ def test_an_input_written_in_place_is_never_a_graph_parameter():
     assert info["writes_inputs"] == 1
     # x is stable and may be a parameter; total (written) never is
     assert info["param_inputs"] <= 1
+
+
+def test_context_is_a_guard():
+    """An array on another context (cpu(1) on this CPU build) is a new case, with the reason."""
+    @minpy_jit.function
+    def f(x):
+        return nd.relu(x * 2 - 1) + nd.ones(x.shape, ctx=x.context)
+
+    for ctx in (mx.cpu(0), mx.cpu(0), mx.cpu(1), mx.cpu(1), mx.cpu(0)):
+        x = nd.array(rand(4), ctx=ctx)
+        got, want = f(x), f.original(x)
+        assert got.context == want.context == ctx
+        assert_same(want, got)
+    info = _core.fragment_info(f.fragments[0].handle)
+    assert info["misses"] == 2 and len(info["variants"]) == 2, info
+    assert "context cpu(0) -> cpu(1)" in info["last_miss"], info["last_miss"]

@@ -511,10 +511,15 @@ constexpr int kParamMisses = 4;
 // The CachedOp a direct launch runs: the executor's own, or the variant's with its stable
 // inputs declared as parameters (see Variant::StableInputs). Only for graphs that are not
 // recorded (the gradient path stays the executor's) and write no input in place.
-CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const std::vector<NDArrayHandle>& ins,
+CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const Walk& w, const std::vector<NDArrayHandle>& ins,
                                 const std::vector<NDArrayHandle>& outs) {
   Variant::StableInputs& s = v.stable_inputs;
   if (v.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op)) return exe.op;
+  auto hold = [&](size_t i) {  // the Python array behind input i (constants and the stand-in: none)
+    const int val = exe.input_values[i];
+    PyObject* o = val >= 0 && v.ext_leaf[val] >= 0 ? w.objs[v.ext_leaf[val]] : nullptr;
+    return o ? py::reinterpret_borrow<py::object>(o) : py::object();
+  };
   ++s.launches;
   if (!s.decided && s.launches >= 2 && s.last.size() == ins.size()) {
     s.decided = true;
@@ -530,6 +535,7 @@ CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const std::vect
       if (list.size() > 1) list += ',';
       list += std::to_string(i);
       num_params += s.stable[i];
+      if (!s.stable[i]) s.held[i] = py::object();
     }
     params += ']';
     data += ']';
@@ -542,15 +548,22 @@ CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const std::vect
         MXSymbolFree(sym);
       }
     }
+    if (!s.op) s.held.clear();
+  } else if (!s.decided) {  // the first launch: remember (and hold) every input
+    s.held.clear();
+    for (size_t i = 0; i < ins.size(); ++i) s.held.push_back(hold(i));
   } else if (s.op) {
-    for (size_t i = 0; i < ins.size(); ++i)
-      if (s.stable[i] && ins[i] != s.last[i]) {
-        if (++s.misses >= kParamMisses) {
-          MXFreeCachedOp(s.op);
-          s.op = nullptr;
-        }
-        break;
-      }
+    bool changed = false;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (!s.stable[i] || ins[i] == s.last[i]) continue;
+      s.held[i] = hold(i);
+      changed = true;
+    }
+    if (changed && ++s.misses >= kParamMisses) {
+      MXFreeCachedOp(s.op);
+      s.op = nullptr;
+      s.held.clear();
+    }
   }
   s.last = ins;
   return s.op ? s.op : exe.op;
@@ -609,7 +622,7 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
     AutogradState state(v.recording, v.training);
-    CachedOpHandle op = stable_inputs_op(v, exe, ins, outs);
+    CachedOpHandle op = stable_inputs_op(v, exe, w, ins, outs);
     if (invoke_cached_op(exe, arrays, op) != 0) return nullptr;  // the statements run in Python and fail there
   }
   ++exe.runs;

@@ -127,7 +127,9 @@ struct Variant {
   // after kParamMisses launches where one of them changed (MXNet re-binds then: right, slower).
   struct StableInputs {
     CachedOpHandle op = nullptr;      // the CachedOp with param_indices, or null
-    std::vector<NDArrayHandle> last;  // the inputs of the previous direct launch
+    std::vector<NDArrayHandle> last;  // the inputs of the previous direct launch...
+    std::vector<py::object> held;     // ...held (the stable ones after the decision), so that an
+                                      // equal handle is the same array, never a freed one reused
     std::vector<char> stable;         // per input: declared a parameter
     int launches = 0, misses = 0;
     bool decided = false;
