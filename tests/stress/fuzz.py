@@ -15,7 +15,8 @@ both ways (fuse=False, no gradients, no lifted optimizer scalars), else to tests
 tolerances.
 
 Programs of shard i/n are seeds start+i, start+i+n, ...; the runner is resumable: the progress
-file records the next program, the counts and every mismatch, and is rewritten as it goes. Programs
+file records the next program, the counts and every mismatch, and is rewritten as it goes; --until
+HH:MM (UTC) stops between two programs at that time, so the counts are exactly what ran. Programs
 run in a worker process: a crash or a hang (--timeout) is a finding too; the worker is restarted
 after it. Every mismatch is shrunk (statements dropped, compounds unwrapped while the same kind of
 mismatch persists) and written as a standalone reproducer script in --out (it contains the
@@ -382,7 +383,8 @@ def parent(args):
     t_start = time.time()
     elapsed0 = p["elapsed_s"]
     last_save = time.time()
-    while p["next_k"] < args.programs:
+    stopped = False
+    while p["next_k"] < args.programs and not stopped:
         to_k = min(args.programs, p["next_k"] + args.restart_every)
         w = start_worker(args, p["next_k"], to_k)
         current = None
@@ -416,6 +418,13 @@ def parent(args):
                 current = None
             elif ev["event"] == "stats":
                 p["worker_stats"].append(ev["stats"])
+            if args.until and time.time() >= args.until and current is None:
+                # Out of time: stop between programs, so the counts are exactly what ran.
+                w.kill()
+                w.wait()
+                stopped = True
+                print("deadline reached: stopped after program %d" % (p["next_k"] - 1), flush=True)
+                break
             if time.time() - last_save > 30:
                 p["elapsed_s"] = elapsed0 + time.time() - t_start
                 save_progress(args.progress, p)
@@ -494,6 +503,14 @@ def parse_shard(s):
     return i, n
 
 
+def parse_until(s):
+    """HH:MM UTC today (or tomorrow if already past) as a Unix time."""
+    h, m = (int(v) for v in s.split(":"))
+    now = time.time()
+    t = now - now % 86400 + h * 3600 + m * 60
+    return t if t > now else t + 86400
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--programs", type=int, default=1000, help="programs in this shard")
@@ -508,6 +525,8 @@ def main():
     ap.add_argument("--repros-per-signature", type=int, default=2,
                     help="reproducers written per mismatch signature (kind + families it needs)")
     ap.add_argument("--restart-every", type=int, default=25000, help="programs per worker process")
+    ap.add_argument("--until", type=parse_until, default=None,
+                    help="HH:MM (UTC): stop between programs at that time (resume later with the same command)")
     ap.add_argument("--verbose", action="store_true", help="show the worker's stderr")
     ap.add_argument("--show", type=int, metavar="SEED", help="print the program of SEED and exit")
     ap.add_argument("--check", type=int, metavar="SEED", help="run SEED in this process and print the result")
