@@ -20,7 +20,6 @@ recorded as one kernel call):
 import ctypes
 import os
 import sys
-import threading
 
 import mxnet
 import mxnet.base
@@ -138,8 +137,6 @@ def _counted_kvstore_call(guarded, kind, pushed_at, pulled_at):
 
 
 _PROXY = _GuardedLib(_REAL_LIB)
-_lock = threading.Lock()
-_active_scopes = 0
 _lib_modules = []
 _modules_seen = 0
 
@@ -153,6 +150,8 @@ def _modules_holding_lib():
     return _lib_modules
 
 
+# Both idempotent: the C++ scope code (scope.cc) calls them when the first scope opens and
+# after the last one closes, and runs them again to completion if an interrupt stops them.
 def _patch():
     _register._imperative_invoke = _core.invoke
     frontend.install()
@@ -167,24 +166,6 @@ def _unpatch():
     optimizers.uninstall()
     for m in _modules_holding_lib():
         m._LIB = _REAL_LIB
-
-
-def acquire():
-    """A scope opens somewhere: make sure the hooks are in."""
-    global _active_scopes
-    with _lock:
-        if _active_scopes == 0:
-            _patch()
-        _active_scopes += 1
-
-
-def release():
-    """A scope closed: with none left open anywhere, MXNet is restored exactly."""
-    global _active_scopes
-    with _lock:
-        _active_scopes -= 1
-        if _active_scopes == 0 and _core.pending() == 0:
-            _unpatch()
 
 
 def hooks_installed():
@@ -208,6 +189,8 @@ def _init():
     from .errors import OpInputError
     _core.install(_REAL_INVOKE, NDArray, np_ndarray, ctypes.c_void_p, OpInputError, _library_dirs(),
                   os.path.dirname(os.path.abspath(mxnet.__file__)) + os.sep)
+    import contextlib
+    _core.set_scope_hooks(_patch, _unpatch, contextlib.__file__)
 
 
 _init()

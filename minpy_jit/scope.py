@@ -1,12 +1,11 @@
 """The `jit()` scope: where recording starts and where it must end."""
 import contextlib
 import os
-import sys
 
-from . import _core, intercept
+from . import _core, intercept  # noqa: F401  (intercept hands the hooks to _core when imported)
 
 
-def _disabled():
+def _disabled():  # the same test as scope.cc's, for @function
     return os.environ.get("MINPY_JIT", "1").strip().lower() in ("0", "false", "off", "no")
 
 
@@ -29,29 +28,12 @@ class jit(contextlib.ContextDecorator):
         self._site = site  # the name recompile limits and statistics use; default: file:line of the `with`
         self._entered = []
 
-    def __enter__(self):
-        if _disabled():
-            self._entered.append(False)
-            return self
-        site = self._site
-        if site is None:
-            frame = sys._getframe(1)
-            if frame.f_code.co_filename == contextlib.__file__:  # used as a decorator
-                frame = frame.f_back
-            site = "%s:%d" % (os.path.basename(frame.f_code.co_filename), frame.f_lineno)
-        intercept.acquire()
-        _core.enter(site)
-        self._entered.append(True)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if not self._entered.pop():
-            return False
-        try:
-            _core.exit()  # flushes what was recorded, also when the block raised
-        finally:
-            intercept.release()
-        return False
+    # Each one C call (cpp/src/scope.cc): a KeyboardInterrupt lands before or after them, never
+    # between installing MXNet's hooks and opening the scope, or between the flush at the end
+    # and removing the hooks. __enter__ reads self._site (None: file:line of the `with`, or of
+    # the decorated function's caller) and MINPY_JIT; __exit__ flushes, also when the block raised.
+    __enter__ = _core.scope_enter
+    __exit__ = _core.scope_exit
 
 
 def flush():

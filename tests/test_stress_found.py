@@ -1,9 +1,13 @@
 """Problems the stress campaigns (tests/stress/: soak, threads, shapes, interrupt) found, kept as
 fast regressions. Each names the campaign that found it."""
+import sys
+
 import numpy as np
+import pytest
 from mxnet import nd
 
 import minpy_jit
+from minpy_jit import intercept
 
 
 def test_memory_bounded_when_every_step_has_a_new_shape(isolated_runtime):
@@ -25,3 +29,110 @@ def test_memory_bounded_when_every_step_has_a_new_shape(isolated_runtime):
     # At most the buckets of the last LazyPool::kIdleReleases (256) trace releases survive, about
     # 5 arrays each here (~1300); a bucket per shape for ever held 5 a step (~6000).
     assert st["pooled_arrays"] < 2000, st["pooled_arrays"]
+
+
+# ------------------------------------------------------------ tests/stress/interrupt.py
+
+def _interrupt_at(k):
+    """A profile hook that raises KeyboardInterrupt at its k-th signal check point (a Python
+    function's start, a call's return: where Python raises a Ctrl-C), and the event count."""
+    seen = [0]
+
+    def hook(frame, event, arg):
+        if event in ("call", "return", "c_return"):
+            seen[0] += 1
+            if seen[0] == k:
+                sys.setprofile(None)
+                raise KeyboardInterrupt("test interrupt at check point %d" % k)
+    return hook, seen
+
+
+def _block(x, w):
+    y = nd.relu(x * 2 - 1)
+    y += w
+    with minpy_jit.jit():  # nested: no flush
+        z = nd.dot(y, w)
+    z.asnumpy()  # a flush in the middle
+    return y, z * 0.5
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts inside __del__
+def test_keyboard_interrupt_anywhere_in_a_scope_leaves_it_consistent():
+    """tests/stress/interrupt.py: a KeyboardInterrupt at a check point in jit()'s own Python
+    (__exit__ between the flush and removing MXNet's hooks, or inside the removal) left the scope
+    open for good (every later op recorded and never flushed at a `with` exit) or the hooks
+    installed with no scope open. Enter and exit are now one C call each, and the hooks' removal
+    runs to completion before the interrupt is raised. Here every check point of a small block
+    is interrupted in turn: the arrays read eager's value (before or after the step that was
+    interrupted), no scope is left open, the hooks are out, and the next block equals eager."""
+    rng = np.random.RandomState(0)
+    x0 = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
+    w0 = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
+    x, w = nd.array(x0), nd.array(w0)
+    y_want, z_want = [a.asnumpy() for a in _block(x, w)]
+    for _ in range(2):  # the second run counts the check points of a run from the cache
+        hook, seen = _interrupt_at(None)
+        sys.setprofile(hook)
+        try:
+            with minpy_jit.jit():
+                _block(nd.array(x0), nd.array(w0))
+        finally:
+            sys.setprofile(None)
+    total = seen[0]
+    assert total > 20
+    interrupted = 0
+    for k in range(1, total + 1):
+        x, w = nd.array(x0), nd.array(w0)
+        out = []
+        hook, _ = _interrupt_at(k)
+        sys.setprofile(hook)
+        try:
+            with minpy_jit.jit():
+                out = list(_block(x, w))
+        except KeyboardInterrupt:
+            interrupted += 1
+        finally:
+            sys.setprofile(None)
+        assert minpy_jit._core.depth() == 0 and minpy_jit._core.open_scopes() == 0, k
+        assert not intercept.hooks_installed() and minpy_jit._core.pending() == 0, k
+        np.testing.assert_array_equal(x.asnumpy(), x0)
+        np.testing.assert_array_equal(w.asnumpy(), w0)
+        for got, want in zip(out, (y_want, z_want)):
+            np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6, atol=1e-6)
+    assert interrupted >= total // 4, (interrupted, total)  # the rest: swallowed in a __del__
+    with minpy_jit.jit():
+        y, z = _block(x, w)
+    np.testing.assert_allclose(z.asnumpy(), z_want, rtol=1e-6, atol=1e-6)
+
+
+def test_keyboard_interrupt_while_hooks_go_in_or_out():
+    """tests/stress/interrupt.py: an interrupt inside intercept._patch (first scope opening) or
+    _unpatch (last scope closing) left MXNet half patched. Entering rolls the hooks back and
+    raises; leaving finishes removing them, then raises."""
+    x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for name in ("_patch", "_unpatch"):
+        def hook(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == name:
+                sys.setprofile(None)
+                raise KeyboardInterrupt(name)
+        y = None
+        sys.setprofile(hook)
+        try:
+            with minpy_jit.jit():
+                y = x * 2 + 1
+        except KeyboardInterrupt as e:
+            assert str(e) == name
+        else:
+            raise AssertionError("no interrupt in %s" % name)
+        finally:
+            sys.setprofile(None)
+        assert minpy_jit._core.depth() == 0 and minpy_jit._core.open_scopes() == 0
+        assert not intercept.hooks_installed(), name
+        if name == "_unpatch":  # the block itself ran
+            np.testing.assert_array_equal(y.asnumpy(), x.asnumpy() * 2 + 1)
+        else:
+            assert y is None
+        with minpy_jit.jit():
+            z = x - 1
+        np.testing.assert_array_equal(z.asnumpy(), x.asnumpy() - 1)
+        assert not intercept.hooks_installed()

@@ -101,7 +101,7 @@ def _clean_state():
             try:
                 minpy_jit.flush()
             finally:
-                if intercept._active_scopes == 0:
+                if minpy_jit._core.open_scopes() == 0:
                     intercept._unpatch()
     assert not any(leaked), "after the test: %d ops still pending, MXNet still patched: %s" % leaked
     assert not autograd.is_recording() and not autograd.is_training()

@@ -126,40 +126,6 @@ PyMethodDef invoke_def = {"invoke", reinterpret_cast<PyCFunction>(reinterpret_ca
                           METH_FASTCALL, "Replacement for mxnet's _imperative_invoke: records the op inside jit()."};
 
 
-void set_site(ThreadState& ts) {
-  ts.site = ts.sites.empty() ? nullptr : &R->sites[ts.sites.back()];
-  ts.site_hash = ts.sites.empty() ? 0 : hash_str(ts.sites.back());
-}
-
-void enter(const std::string& site) {
-  ThreadState& ts = me();
-  if (++ts.depth == 1) ts.flush_ordinal = 0;
-  ts.sites.push_back(site);
-  set_site(ts);
-}
-
-void exit_scope() {
-  ThreadState& ts = me();
-  if (ts.depth == 0) return;
-  struct Pop {
-    ThreadState& ts;
-    ~Pop() {
-      --ts.depth;
-      ts.sites.pop_back();
-      set_site(ts);
-    }
-  } pop{ts};
-  if (ts.depth == 1) {  // leaving the scope, everything it recorded has reached MXNet
-    try {
-      flush_thread(ts, "scope exit", user_site());
-    } catch (...) {
-      drain_launches(false);  // the flush's error wins; a failed launch is reported at the next drain
-      throw;
-    }
-    drain_launches();
-  }
-}
-
 py::dict stats_dict() {
   Stats& s = R->stats;
   py::dict d;
@@ -294,8 +260,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("guard", &make_guard, py::arg("fn"), py::arg("cause"), py::arg("backward") = false,
         "fn (an MXNet C API function) behind a guard: pending work it may see runs first; Python "
         "that MXNet calls back while fn runs is not recorded.");
-  m.def("enter", &enter);
-  m.def("exit", &exit_scope);
+  register_scope_api(m);
   m.def("depth", []() { return me().depth; });
   m.def("pending", []() { return R->pending + launches_in_flight(); });
   m.def("flush", [](const std::string& cause, bool eager) {

@@ -153,6 +153,13 @@ void flush_all(const std::string& cause, bool force_eager = false);
 // trace's work to MXNet, so that what this thread does next comes after it. No-op otherwise.
 void wait_for_foreign_flush(ThreadState& ts);
 
+// scope.cc: jit() scopes opened and closed by one C call each (an interrupt cannot split them)
+void enter(const std::string& site);  // this thread's scope depth and site stack only
+void exit_scope();                    // ... and the flush at the outermost exit
+void open_scope(const std::string& site);  // enter, with MXNet's hooks installed first
+void close_scope();                        // exit_scope, then the hooks removed after the last scope
+void register_scope_api(py::module_& m);
+
 // record.cc
 uint64_t hash_str(const std::string& s);
 OpInfo& op_info(AtomicSymbolCreator creator);

@@ -15,7 +15,7 @@ with that statement kept as Python (function.py decides).
 """
 import os
 
-from .. import _core, intercept
+from .. import _core
 from . import capture as _capture
 from .codegen import fragment_bodies
 
@@ -66,15 +66,11 @@ class Fragment:
         self.plain_runs += 1
         if _core.depth() > 0 or not self.function.enabled():
             return self._unpack(self.plain(*args))
-        intercept.acquire()
-        _core.enter(self.function.site)
+        _core.open_scope(self.function.site)
         try:
             return self._unpack(self.plain(*args))
         finally:
-            try:
-                _core.exit()
-            finally:
-                intercept.release()
+            _core.close_scope()
 
     def run_capture(self, args, discard=False):
         """Runs the statements once under the recorder, keeping them as a variant if they qualify.
@@ -83,8 +79,7 @@ class Fragment:
         """
         own = _core.depth() == 0
         if own:
-            intercept.acquire()
-            _core.enter(self.function.site)
+            _core.open_scope(self.function.site)
         static = True
         try:
             cap = _capture.Capture(self, args, strict=discard)
@@ -117,10 +112,7 @@ class Fragment:
             if discard:  # placeholders: whatever was recorded must not run
                 _core.fragment_discard_trace()
             if own:
-                try:
-                    _core.exit()
-                finally:
-                    intercept.release()
+                _core.close_scope()
         self.captures += 1
         if refusal is None:
             self.function.captured(self)

@@ -30,7 +30,7 @@ import types
 
 from mxnet.gluon.block import Block
 
-from .. import _core, intercept
+from .. import _core
 from ..scope import _disabled, jit
 from . import analyze, codegen
 from .fragment import MAX_REFUSALS, Fragment
@@ -85,14 +85,10 @@ class Function:
         self.plan, self.fragments = plan, fragments
 
     def _enter(self):
-        intercept.acquire()
-        _core.enter(self.site)
+        _core.open_scope(self.site)
 
     def _exit(self):
-        try:
-            _core.exit()
-        finally:
-            intercept.release()
+        _core.close_scope()
 
     # ------------------------------------------------------------ calls
 

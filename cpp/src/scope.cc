@@ -1,0 +1,282 @@
+// Opening and closing jit() scopes, so that a KeyboardInterrupt cannot leave one half done.
+//
+// Python raises a signal's exception (Ctrl-C) at the next check point of the thread that
+// runs Python: the first instruction of a Python function, a loop's backward jump, the
+// return of a call. A scope entered and left by Python code (install MXNet's hooks, open
+// the scope; close it, remove the hooks) had such points between its steps: an interrupt
+// there left a scope open for good, or the hooks installed with no scope open. Here
+// `jit.__enter__` and `jit.__exit__` are each one C call, so an interrupt lands before or
+// after them, never inside. The only Python they run is intercept.py's hook installation
+// and removal; both are idempotent and are run to completion, and an interrupt raised
+// inside them is raised again once the state is consistent.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+
+#include "launch.h"
+#include "runtime.h"
+
+namespace minpy {
+
+void set_site(ThreadState& ts) {
+  ts.site = ts.sites.empty() ? nullptr : &R->sites[ts.sites.back()];
+  ts.site_hash = ts.sites.empty() ? 0 : hash_str(ts.sites.back());
+}
+
+void enter(const std::string& site) {
+  ThreadState& ts = me();
+  if (++ts.depth == 1) ts.flush_ordinal = 0;
+  ts.sites.push_back(site);
+  set_site(ts);
+}
+
+void exit_scope() {
+  ThreadState& ts = me();
+  if (ts.depth == 0) return;
+  struct Pop {
+    ThreadState& ts;
+    ~Pop() {
+      --ts.depth;
+      ts.sites.pop_back();
+      set_site(ts);
+    }
+  } pop{ts};
+  if (ts.depth == 1) {  // leaving the scope, everything it recorded has reached MXNet
+    try {
+      flush_thread(ts, "scope exit", user_site());
+    } catch (...) {
+      drain_launches(false);  // the flush's error wins; a failed launch is reported at the next drain
+      throw;
+    }
+    drain_launches();
+  }
+}
+
+namespace {
+
+struct Hooks {
+  py::object install, remove;   // intercept._patch / _unpatch (idempotent)
+  std::string contextlib_file;  // a jit() used as a decorator is entered from contextlib
+  std::mutex mu;                // serialises installing and removing (and the count) over threads
+  int open = 0;                 // scopes open on all threads
+};
+Hooks* H = new Hooks();  // lives for the process, like R
+
+// A Python error taken out of the way while the state is made consistent.
+struct SavedError {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  bool set() const { return type != nullptr; }
+  void fetch() { PyErr_Fetch(&type, &value, &tb); }
+  [[noreturn]] void raise() {
+    PyErr_Restore(type, value, tb);
+    type = value = tb = nullptr;
+    throw py::error_already_set();
+  }
+  ~SavedError() {
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+  }
+};
+
+// Calls fn until it completes (it is idempotent); keeps the first error it raised (an
+// interrupt that arrived meanwhile) for the caller to raise. Gives up after a few tries.
+void run_to_completion(const py::object& fn, SavedError* first) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    PyObject* r = PyObject_CallNoArgs(fn.ptr());
+    if (r) {
+      Py_DECREF(r);
+      return;
+    }
+    if (!first->set()) first->fetch();
+    else PyErr_Clear();
+  }
+}
+
+// H->mu, waited for without the GIL (the holder may be running Python).
+struct HooksLock {
+  std::unique_lock<std::mutex> lock{H->mu, std::defer_lock};
+  HooksLock() {
+    if (!lock.try_lock()) {
+      py::gil_scoped_release nogil;
+      lock.lock();
+    }
+  }
+};
+
+bool jit_disabled() {  // MINPY_JIT=0 (or false/off/no) turns every scope into a no-op
+  const char* v = std::getenv("MINPY_JIT");
+  if (!v) return false;
+  std::string s(v);
+  s.erase(0, s.find_first_not_of(" \t\r\n"));
+  s.erase(s.find_last_not_of(" \t\r\n") + 1);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "0" || s == "false" || s == "off" || s == "no";
+}
+
+std::string filename_of(PyFrameObject* f) {
+  PyCodeObject* code = PyFrame_GetCode(f);
+  PyObject* name = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+  Py_DECREF(code);
+  std::string out;
+  if (name && PyUnicode_Check(name)) out = PyUnicode_AsUTF8(name);
+  if (!name) PyErr_Clear();
+  Py_XDECREF(name);
+  return out;
+}
+
+// "file.py:line" of the `with` statement (of the decorated function's caller, for a decorator).
+std::string caller_site() {
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed: the frame running the `with`
+  if (!f) return "<unknown>:0";
+  Py_INCREF(f);
+  std::string file = filename_of(f);
+  if (file == H->contextlib_file) {
+    PyFrameObject* back = PyFrame_GetBack(f);
+    if (back) {
+      Py_DECREF(f);
+      f = back;
+      file = filename_of(f);
+    }
+  }
+  int line = PyFrame_GetLineNumber(f);
+  Py_DECREF(f);
+  return file.substr(file.find_last_of("/\\") + 1) + ":" + std::to_string(line);
+}
+
+PyObject* entered_list(PyObject* self) {  // new reference; the scope object's stack of enters
+  PyObject* l = PyObject_GetAttrString(self, "_entered");
+  if (l && !PyList_Check(l)) {
+    Py_DECREF(l);
+    PyErr_SetString(PyExc_TypeError, "jit scope: _entered is not a list");
+    return nullptr;
+  }
+  return l;
+}
+
+void set_python_error_from_current() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+  }
+}
+
+// jit.__enter__(self): opens a scope at self._site (or the caller's line); MINPY_JIT=0: none.
+PyObject* scope_enter(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "__enter__(self)");
+    return nullptr;
+  }
+  PyObject* self = argv[0];
+  PyObject* entered = entered_list(self);
+  if (!entered) return nullptr;
+  try {
+    bool real = !jit_disabled();
+    if (real) {
+      py::object site = py::reinterpret_steal<py::object>(PyObject_GetAttrString(self, "_site"));
+      if (!site) throw py::error_already_set();
+      open_scope(site.is_none() ? caller_site() : py::str(site).cast<std::string>());
+    }
+    PyList_Append(entered, real ? Py_True : Py_False);
+  } catch (...) {
+    Py_DECREF(entered);
+    set_python_error_from_current();
+    return nullptr;
+  }
+  Py_DECREF(entered);
+  Py_INCREF(self);
+  return self;
+}
+
+// jit.__exit__(self, *exc_info): closes the scope the matching __enter__ opened.
+PyObject* scope_exit(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "__exit__(self, exc_type, exc, tb)");
+    return nullptr;
+  }
+  PyObject* entered = entered_list(argv[0]);
+  if (!entered) return nullptr;
+  const Py_ssize_t n = PyList_GET_SIZE(entered);
+  const bool real = n > 0 && PyList_GET_ITEM(entered, n - 1) == Py_True;
+  if (n > 0) PyList_SetSlice(entered, n - 1, n, nullptr);
+  Py_DECREF(entered);
+  if (real) {
+    try {
+      close_scope();
+    } catch (...) {
+      set_python_error_from_current();
+      return nullptr;
+    }
+  }
+  Py_RETURN_FALSE;
+}
+
+PyMethodDef scope_enter_def = {"__enter__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_enter)),
+                               METH_FASTCALL, "Opens a jit() scope (one C call: an interrupt cannot split it)."};
+PyMethodDef scope_exit_def = {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_exit)),
+                              METH_FASTCALL, "Closes a jit() scope: runs what it recorded, then removes MXNet's "
+                                             "hooks if it was the last one open."};
+
+// A C function as a method of a Python class (bound to the instance like a def).
+py::object as_method(PyMethodDef* def) {
+  py::object fn = py::reinterpret_steal<py::object>(PyCFunction_New(def, nullptr));
+  return py::reinterpret_steal<py::object>(PyInstanceMethod_New(fn.ptr()));
+}
+
+}  // namespace
+
+void open_scope(const std::string& site) {
+  {
+    HooksLock lock;
+    if (H->open == 0) {  // (as good as free when they are in: pending work can keep them)
+      PyObject* r = PyObject_CallNoArgs(H->install.ptr());
+      if (!r) {  // interrupted (or failed) half way: take back what it did, then raise
+        SavedError err, ignored;
+        err.fetch();
+        run_to_completion(H->remove, &ignored);
+        err.raise();
+      }
+      Py_DECREF(r);
+    }
+    ++H->open;
+  }
+  enter(site);
+}
+
+void close_scope() {
+  std::exception_ptr flush_error;
+  try {
+    exit_scope();
+  } catch (...) {
+    flush_error = std::current_exception();
+  }
+  SavedError interrupt;
+  {
+    HooksLock lock;
+    if (H->open > 0) --H->open;
+    if (H->open == 0 && R->pending == 0 && !launches_in_flight()) run_to_completion(H->remove, &interrupt);
+  }
+  if (flush_error) std::rethrow_exception(flush_error);
+  if (interrupt.set()) interrupt.raise();
+}
+
+void register_scope_api(py::module_& m) {
+  m.def("set_scope_hooks", [](py::object install, py::object remove, const std::string& contextlib_file) {
+    H->install = install;
+    H->remove = remove;
+    H->contextlib_file = contextlib_file;
+  }, "The functions that install and remove MXNet's hooks (idempotent), and contextlib's file.");
+  m.add_object("scope_enter", as_method(&scope_enter_def));
+  m.add_object("scope_exit", as_method(&scope_exit_def));
+  m.def("open_scope", &open_scope, "Installs the hooks if needed and opens a scope on this thread.");
+  m.def("close_scope", &close_scope, "Runs what this thread's scope recorded and closes it; the last "
+                                     "scope closed removes the hooks.");
+  m.def("open_scopes", []() { return H->open; }, "Scopes open on all threads.");
+}
+
+}  // namespace minpy
