@@ -83,7 +83,9 @@ class Worker:
                 s = ((step - 1) * bs) % len(self.x)
                 xb, yb = nd.array(self.x[s:s + bs]), nd.array(self.y[s:s + bs])
                 self.step(self.twin, self.twin_trainer, xb, yb).wait_to_read()
-                with minpy_jit.jit():
+                # A site per thread: threads with different models and optimizers compile different
+                # graphs, and one shared site would pass the recompile limit and run eagerly.
+                with minpy_jit.jit(site="thread-%d" % self.k):
                     loss = self.step(self.net, self.trainer, xb, yb)
                 loss.wait_to_read()
                 if step % self.args.check == 0 or step == self.args.steps:
@@ -145,7 +147,11 @@ def main():
         status = 1
     st = minpy_jit.stats()
     result["stats"] = {k: st[k] for k in ("executions", "eager_replays", "cache_hits", "cache_misses", "graphs_cached",
-                                          "flushes", "fallbacks")}
+                                          "flushes", "fallbacks", "sites")}
+    eager_sites = sorted(s for s, v in st["sites"].items() if v["eager"])
+    if eager_sites:  # a site past the recompile limit ran eagerly: not a test of jit()
+        print("sites that passed the recompile limit and ran eagerly: %s" % eager_sites)
+        status = status or 1
     print("threads: %d threads x %d steps in %.0f s: %s; stats: executions %d, eager replays %d, cache hits %d, "
           "misses %d, flushes %s" % (args.threads, args.steps, elapsed,
                                      "PASS" if status == 0 else ("DEADLOCK/TIMEOUT" if status == 2 else "FAIL"),
