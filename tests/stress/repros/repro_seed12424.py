@@ -1,0 +1,32 @@
+"""minpy_jit fuzz reproducer: seed 12424, shrunk from 11 to 4 statements.
+
+First difference (eager vs jit()): final[1][1]: 7 items (eager) vs 2 (jit): ('array', 'NDArray', (1,), "<class 'numpy.float32'>", 'cpu(0)', 'default', array([4.0877576], dtype=float32)) vs ('raised', 'MXNetError')
+
+    PYTHONPATH=<minpy_jit checkout> python tests/stress/repros/repro_seed12424.py    # exits 1 while jit() and eager differ
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fuzz_harness import *  # noqa: E402,F401,F403  (the harness the fuzzer ran, tests/stress/fuzz_harness.py)
+
+# ---------------------------------------------------------------- the program
+
+def program(J, FLUSH, OBS):
+    RNG = np.random.RandomState(12424)
+    S = [0.5, 0.25, 2.0, -1.0, 0.125]  # scalars that change from one iteration to the next
+    a1 = nd.array(RNG.uniform(-2.0, 2.0, (5, 3,)), dtype='float32')
+    a5 = nd.array(RNG.uniform(-2.0, 2.0, (3,)), dtype='float16')
+    try:
+        with J():
+            a4 = nd.norm(a1)
+            a6 = nd.sort(a5, axis=0)
+    except Exception as e:
+        OBS.append(('left the scope',) + X(e))
+    return locals()
+
+
+if __name__ == '__main__':
+    difference = compare_runs(program, 12424, exact=False, config={'fuse': True, 'segment_ops': 64, 'async_launch': True, 'max_ops': 10000})
+    print(difference or 'eager and jit() agree')
+    raise SystemExit(1 if difference else 0)

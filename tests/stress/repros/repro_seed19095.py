@@ -1,0 +1,33 @@
+"""minpy_jit fuzz reproducer: seed 19095, shrunk from 8 to 4 statements.
+
+First difference (eager vs jit()): final[3][1][6]: value at (0, 0) is 0.49486476 (eager) vs 0.0 (jit)
+
+    PYTHONPATH=<minpy_jit checkout> python tests/stress/repros/repro_seed19095.py    # exits 1 while jit() and eager differ
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fuzz_harness import *  # noqa: E402,F401,F403  (the harness the fuzzer ran, tests/stress/fuzz_harness.py)
+
+# ---------------------------------------------------------------- the program
+
+def program(J, FLUSH, OBS):
+    RNG = np.random.RandomState(19095)
+    S = [0.5, 0.25, 2.0, -1.0, 0.125]  # scalars that change from one iteration to the next
+    a2 = nd.array(RNG.uniform(-2.0, 2.0, (4, 2,)), dtype='float32')
+    a3 = nd.array(RNG.uniform(-2.0, 2.0, (4, 5, 4,)), dtype='float16')
+    a3.attach_grad(grad_req='add')
+    try:
+        with J():
+            a4 = nd.sort(a3, axis=1)
+            a7 = a2.exp()
+    except Exception as e:
+        OBS.append(('left the scope',) + X(e))
+    return locals()
+
+
+if __name__ == '__main__':
+    difference = compare_runs(program, 19095, exact=False, config={'fuse': True, 'segment_ops': 64, 'async_launch': True, 'max_ops': 10000})
+    print(difference or 'eager and jit() agree')
+    raise SystemExit(1 if difference else 0)

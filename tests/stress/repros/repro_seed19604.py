@@ -1,0 +1,32 @@
+"""minpy_jit fuzz reproducer: seed 19604, shrunk from 26 to 4 statements.
+
+First difference (eager vs jit()): final[2][1][6]: value at (0,) is -1.526292 (eager) vs -892.45996 (jit)
+
+    PYTHONPATH=<minpy_jit checkout> python tests/stress/repros/repro_seed19604.py    # exits 1 while jit() and eager differ
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fuzz_harness import *  # noqa: E402,F401,F403  (the harness the fuzzer ran, tests/stress/fuzz_harness.py)
+
+# ---------------------------------------------------------------- the program
+
+def program(J, FLUSH, OBS):
+    RNG = np.random.RandomState(19604)
+    S = [0.5, 0.25, 2.0, -1.0, 0.125]  # scalars that change from one iteration to the next
+    a7 = nd.array(RNG.uniform(0.0, 0.5, (2, 3, 5, 3,)), dtype='float32')
+    a16 = nd.array(RNG.uniform(-2.0, 2.0, (5, 3,)), dtype='float32')
+    try:
+        with J():
+            a14 = nd.tile(a7, reps=(2, 2, 2, 1,))
+            a17 = nd.reshape(a16, shape=(-1,))
+    except Exception as e:
+        OBS.append(('left the scope',) + X(e))
+    return locals()
+
+
+if __name__ == '__main__':
+    difference = compare_runs(program, 19604, exact=False, config={'fuse': True, 'segment_ops': 64, 'async_launch': True, 'max_ops': 10000})
+    print(difference or 'eager and jit() agree')
+    raise SystemExit(1 if difference else 0)

@@ -1,0 +1,39 @@
+"""minpy_jit fuzz reproducer: seed 33979, shrunk from 25 to 9 statements.
+
+First difference (eager vs jit()): final[1][2][6]: value at (0, 0, 0, 0) is 1.0 (eager) vs 2.0 (jit)
+
+    PYTHONPATH=<minpy_jit checkout> python tests/stress/repros/repro_seed33979.py    # exits 1 while jit() and eager differ
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fuzz_harness import *  # noqa: E402,F401,F403  (the harness the fuzzer ran, tests/stress/fuzz_harness.py)
+
+# ---------------------------------------------------------------- the program
+
+def program(J, FLUSH, OBS):
+    RNG = np.random.RandomState(33979)
+    S = [0.5, 0.25, 2.0, -1.0, 0.125]  # scalars that change from one iteration to the next
+    a11 = nd.array(RNG.uniform(-2.0, 2.0, (2,)), dtype='float32')
+    a11.attach_grad()
+    a15 = nd.array(RNG.uniform(-2.0, 2.0, (5, 3, 5, 4,)), dtype='float32')
+    a15.attach_grad(grad_req='add')
+    try:
+        with J():
+            with autograd.record():
+                a16 = a15.copy()
+            a16.backward(retain_graph=True)
+            with autograd.record():
+                a18 = nd.sigmoid(a11)
+                a19 = nd.Pooling(a16, kernel=(2, 2), stride=(2, 2), pool_type='max')
+            autograd.backward([a19, a18])
+    except Exception as e:
+        OBS.append(('left the scope',) + X(e))
+    return locals()
+
+
+if __name__ == '__main__':
+    difference = compare_runs(program, 33979, exact=False, config={'fuse': True, 'segment_ops': 64, 'async_launch': True, 'max_ops': 10000})
+    print(difference or 'eager and jit() agree')
+    raise SystemExit(1 if difference else 0)
