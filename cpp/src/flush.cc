@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "explain.h"
+#include "failures.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "parts.h"
@@ -141,8 +142,9 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
 }
 
 // Graph outputs, sorted by value: live lazy arrays, arrays written in place, and one
-// output of every effectful op (random draws, in-place state updates), which must run
-// even when its results are dead -- written into its dead array, or a temporary.
+// output of every effectful op (random draws, in-place state updates) and of every op that
+// can fail (its error is seen by nd.waitall), which must run even when its results are
+// dead -- written into its dead array, or a temporary.
 std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandle>* temps) {
   std::vector<OutputSpec> outputs;
   std::vector<char> is_output(t.values.size(), 0);
@@ -162,7 +164,7 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
     }
   }
   for (const Node& n : t.nodes) {
-    if ((!n.op->effectful && n.mutated.empty()) || n.out.empty()) continue;
+    if ((!n.op->effectful && !n.op->can_fail && n.mutated.empty()) || n.out.empty()) continue;
     if (std::any_of(n.out.begin(), n.out.end(), [&](int v) { return is_output[v] != 0; })) continue;
     int v = n.out[0];
     NDArrayHandle h = dead_handle_of_value[v];
@@ -308,6 +310,13 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
   }
+  if (!eager) {  // a failure while running must reach exactly the arrays it reaches eagerly
+    std::string per_op = needs_per_op_run(t, outputs);
+    if (!per_op.empty()) {
+      eager = true;
+      ev.miss_reason = "ran op by op: " + per_op;
+    }
+  }
   std::shared_ptr<Executor> exe;
   if (!eager) {
     exe = R->cache.find(key);
@@ -346,6 +355,7 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     if (ev.eager) {
       ++R->stats.eager_replays;
       run_eagerly(t, outputs);
+      note_per_op_run(t, outputs);  // arrays a failure may have reached are probed
     }
   }
   if (!ev.eager) {

@@ -79,7 +79,7 @@ const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<At
   auto it = cache_.find(h);
   if (it != cache_.end()) return *it->second;
   ++inferences;
-  auto sig = std::make_unique<OpSignature>(infer(op, attrs, ins));
+  auto sig = std::make_unique<OpSignature>(infer(op, attrs, ins, np_shape));
   // Shapes that change at every step would grow the cache without end: past kMaxEntries it
   // starts over (a repeat costs one inference again). No caller holds an earlier answer here.
   if (cache_.size() >= kMaxEntries) cache_.clear();
@@ -87,7 +87,7 @@ const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<At
 }
 
 OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& attrs,
-                                  const std::vector<const AVal*>& ins) {
+                                  const std::vector<const AVal*>& ins, bool np_shape) {
   OpSignature sig;
   for (const AVal* a : ins) {
     if (a->dev_type != ins[0]->dev_type || a->dev_id != ins[0]->dev_id) {
@@ -146,6 +146,13 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
       if (out_nd[o] > AVal::kMaxDim || out_nd[o] < 0) {
         sig.recordable = false;
         sig.why_not = "output rank not supported";
+        return sig;
+      }
+      // Under legacy shape semantics a 0-d shape is also how "unknown" reads: eager MXNet settles
+      // such a result (contrib.allclose's uint8 scalar) only when the op runs.
+      if (out_nd[o] == 0 && !np_shape) {
+        sig.recordable = false;
+        sig.why_not = "0-d result under legacy shape semantics (settled when the op runs)";
         return sig;
       }
       sig.outs[o].ndim = out_nd[o];

@@ -37,7 +37,8 @@ class SignatureCache {
   static constexpr size_t kMaxEntries = 1 << 14;
 
  private:
-  OpSignature infer(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins);
+  OpSignature infer(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins,
+                    bool np_shape);
   std::unordered_map<uint64_t, std::unique_ptr<OpSignature>> cache_;
 };
 

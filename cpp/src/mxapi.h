@@ -77,6 +77,16 @@ inline int stype_of(NDArrayHandle h) {
   return st;
 }
 
+// Whether the array has a gradient buffer (attach_grad) of sparse storage.
+inline bool has_sparse_grad(NDArrayHandle h) {
+  NDArrayHandle grad = nullptr;
+  if (MXNDArrayGetGrad(h, &grad) != 0 || !grad) return false;
+  int st = 0;
+  MXNDArrayGetStorageType(grad, &st);
+  MXNDArrayFree(grad);
+  return st != 0;
+}
+
 // A new array of the given abstract value whose memory is allocated on first write.
 inline NDArrayHandle new_lazy_array(const AVal& a) {
   NDArrayHandle h = nullptr;

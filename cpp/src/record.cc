@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "failures.h"
 #include "mxapi.h"
 #include "mxparse.h"
 #include "rewrite.h"
@@ -32,6 +33,7 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
                     n.find("random") != std::string::npos || n.find("sample") != std::string::npos;
   info->expands = needs_expansion(n);
   info->update = update_op(n);
+  info->can_fail = op_can_fail(n);
   // Composing reset_arrays segfaults inside nnvm; the multi-tensor optimizer ops other than
   // multi_sgd_* lack symbolic inference.
   info->no_symbolic_form = n == "reset_arrays" || (n.rfind("multi_", 0) == 0 && !info->expands) ||
@@ -485,6 +487,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   uint64_t attr_hash = hash_attrs(attrs);
 
   if (op.no_symbolic_form && !op.update) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
+  // Under NaiveEngine a failing op raises where it is called: so it must run there.
+  if (op.can_fail && errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
 
   if (on_another_context(t, ndargs, nin, attrs)) {
     flush_thread(ts, "context switch", user_site());
@@ -492,10 +496,11 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   }
 
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
-  if (op.sparse_output ||
-      (op.name == "cast_storage" && std::any_of(attrs.begin(), attrs.end(), [](const Attr& a) {
-         return a.key == "stype" && a.val != "default";
-       }))) {
+  // (cast_storage's `stype`, dot's `forward_stype` ask for it on dense inputs.)
+  if (op.sparse_output || std::any_of(attrs.begin(), attrs.end(), [&](const Attr& a) {
+        return (a.key == "forward_stype" || (a.key == "stype" && op.name == "cast_storage")) &&
+               a.val != "default" && a.val != "None";
+      })) {
     return fallback(args, op, "sparse output");
   }
 
@@ -521,6 +526,9 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     if (!known && stype_of(h) != 0) {
       return fallback(args, op, "sparse input");
     }
+    // A gradient buffer of sparse storage: a graph's backward cannot write it (MXNet's imperative
+    // backward falls back to dense kernels op by op), so ops reading the array run eagerly.
+    if (t.recording && has_sparse_grad(h)) return fallback(args, op, "sparse gradient buffer");
     Slot* slot = nullptr;
     in[i] = t.value_of(h, known ? &peeked : nullptr, &slot);
     Py_INCREF(arr);

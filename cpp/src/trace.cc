@@ -44,6 +44,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
     values.push_back(v);
   }
   for (int mi : mutated_inputs) n.mutated.push_back(in[mi]);
+  can_fail |= op->can_fail;
   key.add(op->hash);
   key.add(attr_hash);
   for (int v : in) key.add(static_cast<uint64_t>(v) + 0x1000);

@@ -33,6 +33,7 @@ struct OpInfo {
   const char* lift = "";     // attribute lifted when it changes (rewrite.h), "" if none
   bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
   const UpdateOp* update = nullptr;  // an optimizer update (updates.h), else null
+  bool can_fail = false;   // may fail at run time on its data (failures.h): never dropped, never in a graph
   OpInfo* kernel_twin = nullptr;     // ... and our multi-tensor op that can stand in for it (resolved once)
   // Decided once per op from its name (record.cc), not on every call:
   bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
@@ -110,6 +111,7 @@ class Trace {
   // A backward() run inside the graph (backward.h): its node; the graph then runs without
   // autograd (its gradients are graph outputs), though its ops were recorded under it.
   int backward = -1;
+  bool can_fail = false;  // holds an op that may fail at run time (failures.h)
 
   bool empty() const { return nodes.empty(); }
   bool runs_recorded() const { return recording && backward < 0; }
@@ -134,6 +136,7 @@ class Trace {
 
   void clear() {
     backward = -1;
+    can_fail = false;
     user_ops = 0;
     user_ops_hash = 0;
     owned.clear();

@@ -1,0 +1,218 @@
+#include "failures.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "mxapi.h"
+#include "runtime.h"
+
+namespace minpy {
+
+bool op_can_fail(const std::string& n) {
+  // Found by tools/find_runtime_failures.py: these raise at the first read, not when called.
+  static const std::unordered_set<std::string> ops = {
+      // LAPACK factorisations and solvers (legacy linalg and numpy)
+      "_linalg_potrf", "_linalg_potri", "_linalg_gelqf", "_linalg_syevd", "_linalg_inverse", "_linalg_det",
+      "_linalg_slogdet", "_npi_cholesky", "_npi_inv", "_npi_solve", "_npi_tensorinv", "_npi_tensorsolve",
+      "_npi_eig", "_npi_eigh", "_npi_eigvals", "_npi_eigvalsh", "_npi_svd", "_npi_pinv", "_npi_pinv_scalar_rcond",
+      "_npi_lstsq", "_npi_det", "_npi_slogdet", "_npi_matrix_rank", "_npi_matrix_rank_none_tol", "_npi_qr",
+  };
+  return ops.count(n) > 0;
+}
+
+bool errors_are_synchronous() {
+  static const bool naive = [] {
+    const char* e = std::getenv("MXNET_ENGINE_TYPE");
+    return e && std::strstr(e, "Naive") != nullptr;
+  }();
+  return naive;
+}
+
+namespace {
+
+// One probe: an engine op reading the suspect arrays. MXNet skips an op whose inputs hold an
+// error (without consuming it) and destroys its closure either way, so: ran && done = clean.
+struct ProbeFlags {
+  std::atomic<bool> ran{false}, done{false};
+};
+
+void probe_ran(void* /*run_context*/, void* param) { static_cast<ProbeFlags*>(param)->ran.store(true); }
+void probe_done(void* param) { static_cast<ProbeFlags*>(param)->done.store(true); }
+
+struct Suspect {
+  ProbeFlags* probe = nullptr;  // the latest probe over it; null: none pending (probe when used)
+  NDArrayHandle hold = nullptr;  // a view keeping the storage alive, so its address names no other array
+};
+
+struct Suspects {
+  // storage chunk (shared by every view of an array) -> what is known about it
+  std::unordered_map<const void*, Suspect> chunks;
+
+  void add(NDArrayHandle h, ProbeFlags* probe) {
+    Suspect& s = chunks[chunk_of(h)];
+    s.probe = probe;
+    if (!s.hold && MXShallowCopyNDArray(h, &s.hold) != 0) s.hold = nullptr;
+  }
+  std::vector<ProbeFlags*> probes;  // pending or finished, not yet collected
+
+  // Forgets the arrays whose latest probe ran (it runs only if no error is there); frees
+  // the probes MXNet is done with (after that it touches none).
+  void collect() {
+    if (probes.empty()) return;
+    std::unordered_set<ProbeFlags*> clean, failed;
+    for (ProbeFlags* p : probes) {
+      if (p->ran.load()) clean.insert(p);
+      else if (p->done.load()) failed.insert(p);
+    }
+    if (clean.empty() && failed.empty()) return;
+    for (auto it = chunks.begin(); it != chunks.end();) {
+      if (clean.count(it->second.probe)) {
+        if (it->second.hold) MXNDArrayFree(it->second.hold);
+        it = chunks.erase(it);
+        continue;
+      }
+      if (failed.count(it->second.probe)) it->second.probe = nullptr;  // an error was there: probe again when used
+      ++it;
+    }
+    std::vector<ProbeFlags*> pending;
+    for (ProbeFlags* p : probes) {
+      if (p->done.load()) delete p;
+      else pending.push_back(p);
+    }
+    probes.swap(pending);
+  }
+
+  bool has(NDArrayHandle h) const { return chunks.count(chunk_of(h)) > 0; }
+
+  // Pushes one probe per context over the arrays; they are suspects until it runs.
+  void probe(const std::vector<NDArrayHandle>& arrays) {
+    std::unordered_map<uint64_t, std::vector<NDArrayHandle>> by_ctx;
+    std::unordered_set<const void*> seen;  // views share their storage: MXNet refuses a variable twice
+    for (NDArrayHandle h : arrays) {
+      if (!seen.insert(chunk_of(h)).second) continue;
+      int dev_type = 1, dev_id = 0;
+      if (MXNDArrayGetContext(h, &dev_type, &dev_id) != 0) continue;
+      by_ctx[static_cast<uint64_t>(dev_type) << 32 | static_cast<uint32_t>(dev_id)].push_back(h);
+    }
+    for (auto& kv : by_ctx) {
+      struct {
+        int32_t dev_type, dev_id;  // mxnet::Context
+      } ctx{static_cast<int32_t>(kv.first >> 32), static_cast<int32_t>(kv.first & 0xffffffffu)};
+      auto* flags = new ProbeFlags();
+      std::vector<NDArrayHandle>& hs = kv.second;
+      if (MXEnginePushSyncND(probe_ran, flags, probe_done, &ctx, hs.data(), static_cast<int>(hs.size()), nullptr, 0,
+                             nullptr, 0, "minpy_jit_probe") != 0) {
+        delete flags;  // not pushed: the arrays stay suspects with no probe (probed again when used)
+        for (NDArrayHandle h : hs) add(h, nullptr);
+        continue;
+      }
+      probes.push_back(flags);
+      for (NDArrayHandle h : hs) add(h, flags);
+    }
+  }
+};
+
+Suspects& suspects() {
+  static Suspects* s = new Suspects();  // never destroyed: the engine may finish a probe at exit
+  return *s;
+}
+
+// Forward closure of failure over the trace, in program order (every way an error travels
+// in MXNet's engine points forward): a node is reached when it can fail, reads a value a
+// reached node produced, or reads or writes a suspect array. `first` is the first node
+// reached and `why` its reason.
+std::vector<char> reached_nodes(const Trace& t, const std::vector<OutputSpec>& outputs, int* first,
+                                std::string* why) {
+  const Suspects& s = suspects();
+  const bool any_suspect = !s.chunks.empty();
+  std::vector<char> reached(t.nodes.size(), 0), tainted(t.values.size(), 0), writes_suspect(t.values.size(), 0);
+  if (any_suspect) {
+    for (size_t v = 0; v < t.values.size(); ++v)
+      if (t.values[v].node < 0 && t.values[v].ext && s.has(t.values[v].ext)) tainted[v] = 1;
+    for (const auto& o : outputs)
+      if (s.has(o.handle)) writes_suspect[o.value] = 1;
+  }
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    const Node& n = t.nodes[i];
+    const char* cause = n.op->can_fail ? "can fail while it runs" : nullptr;
+    bool hit = cause != nullptr;
+    for (int v : n.in) {
+      if (!tainted[v]) continue;
+      hit = true;
+      if (!cause && t.values[v].node < 0) cause = "reads an array an earlier op may have failed to compute";
+    }
+    for (size_t k = 0; k < n.out.size(); ++k) {
+      const bool into_suspect = (k < n.targets.size() && n.targets[k] && any_suspect && s.has(n.targets[k])) ||
+                                writes_suspect[n.out[k]];
+      if (!into_suspect) continue;
+      hit = true;
+      if (!cause) cause = "writes an array an earlier op may have failed to compute";
+    }
+    if (!hit) continue;
+    reached[i] = 1;
+    for (int v : n.out) tainted[v] = 1;
+    for (int v : n.mutated) tainted[v] = 1;
+    if (*first < 0) {
+      *first = static_cast<int>(i);
+      *why = cause ? cause : "";
+    }
+  }
+  return reached;
+}
+
+}  // namespace
+
+std::string needs_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
+  Suspects& s = suspects();
+  s.collect();
+  if (!t.can_fail && s.chunks.empty()) return "";
+  int first = -1;
+  std::string why;
+  reached_nodes(t, outputs, &first, &why);
+  if (first < 0) return "";
+  const std::string& op = t.nodes[first].op->name;
+  ++R->stats.fallbacks[op];
+  ++R->stats.fallback_reasons[op + ": " + why + " (its trace ran op by op)"];
+  return op + " " + why;
+}
+
+void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
+  int first = -1;
+  std::string why;
+  std::vector<char> reached = reached_nodes(t, outputs, &first, &why);
+  if (first < 0) return;
+  // The arrays the reached nodes wrote: their out= targets, the trace outputs holding their
+  // values, and the inputs they update in place. Temporaries are gone already.
+  std::vector<char> reached_value(t.values.size(), 0);
+  std::vector<NDArrayHandle> arrays;
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    if (!reached[i]) continue;
+    const Node& n = t.nodes[i];
+    for (int v : n.out) reached_value[v] = 1;
+    for (NDArrayHandle h : n.targets)
+      if (h) arrays.push_back(h);
+    for (int v : n.mutated)
+      if (t.values[v].ext) arrays.push_back(t.values[v].ext);
+  }
+  for (const auto& o : outputs)
+    if (reached_value[o.value]) arrays.push_back(o.handle);
+  // Suspects this trace only read whose last probe found an error: probe them again (the
+  // error may have been read since, which clears it).
+  Suspects& s = suspects();
+  for (const Value& v : t.values) {
+    if (v.node >= 0 || !v.ext) continue;
+    auto it = s.chunks.find(chunk_of(v.ext));
+    if (it != s.chunks.end() && !it->second.probe) arrays.push_back(v.ext);
+  }
+  s.probe(arrays);
+}
+
+size_t suspect_count() {
+  suspects().collect();
+  return suspects().chunks.size();
+}
+
+}  // namespace minpy

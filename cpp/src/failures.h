@@ -1,0 +1,46 @@
+// Ops that fail while they run, and the arrays their failure may have reached.
+//
+// Some ops pass shape and type inference and fail only when they run, on the data (potrf of
+// a matrix that is not positive definite, an inverse of a singular one). MXNet's engine then
+// stores the error on the op's output arrays and on every array computed from them
+// afterwards (an op reading or writing such an array is skipped and inherits the error); the
+// first read of any of them raises it, once, and clears it for all. Arrays that do not
+// depend on the failed op are unaffected.
+//
+// A compiled graph cannot keep that promise: MXNet runs a CachedOp's nodes as one engine
+// operation (bulked), so a failure reaches every output of the graph, and the graph's
+// internal buffers keep the error into its next run. So a trace that contains an op that
+// can fail runs op by op (exactly as eager code would), and so does a trace that reads or
+// writes an array such a run may have left an error on (a *suspect*), until a *probe* --
+// an engine operation that reads the arrays, runs only if none holds an error, and never
+// consumes one -- has shown they are clean.
+#pragma once
+#include <mxnet/c_api.h>
+
+#include <string>
+#include <vector>
+
+#include "graph.h"
+#include "trace.h"
+
+namespace minpy {
+
+// Whether MXNet's op may fail at run time on its data (decided once per op by name).
+bool op_can_fail(const std::string& name);
+
+// Whether MXNet raises run-time op errors when the op is called (NaiveEngine) rather than at
+// the first read: then ops that can fail run eagerly where they are recorded.
+bool errors_are_synchronous();
+
+// Why the trace must run op by op ("" when a compiled graph is exact): it holds an op that
+// can fail, or reads or writes a suspect array. Counts the first culprit as a fallback.
+std::string needs_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs);
+
+// After a per-op run of the trace: the arrays its failing-capable part wrote become
+// suspects, and one probe is pushed to learn when they are clean.
+void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs);
+
+// Suspect arrays not yet shown clean (for tests and stats).
+size_t suspect_count();
+
+}  // namespace minpy
