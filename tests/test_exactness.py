@@ -444,3 +444,45 @@ def test_naive_engine_raises_where_the_op_is_called(tmp_path):
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.startswith("True"), out.stdout + out.stderr
     assert "not raised" not in out.stdout
+
+
+def _decorated_cholesky_step(keep, m):
+    keep += 1
+    L = nd.linalg.potrf(m)
+    keep2 = keep * 5
+    return L, keep2
+
+
+_decorated_cholesky = minpy_jit.function(_decorated_cholesky_step)
+
+
+def test_function_replays_never_bundle_a_failing_op():
+    """@minpy_jit.function: a fragment holding potrf is not replayed as one graph launch (the
+    error would reach every result); good, bad and good data read as the undecorated function."""
+    for data in (GOOD, GOOD, BAD, GOOD, BAD, BAD):
+        outcomes = []
+        for fn in (_decorated_cholesky_step, _decorated_cholesky):
+            keep, m = arr(np.ones((2, 2), np.float32)), arr(data)
+            nd.waitall()
+            L, keep2 = fn(keep, m)
+            outcomes.append(_observe({"keep": keep, "keep2": keep2, "L": L}, ["keep2", "keep", "L", "L"]))
+        _assert_same_observations(*outcomes)
+
+
+def test_function_replay_reading_an_array_a_failure_reached():
+    """A decorated function reading the result of a failed op outside it: its launch is not
+    compiled over the error (which would keep it in the graph's buffers); reads as eager."""
+    @minpy_jit.function
+    def scale(a, b):
+        return a * 2 + 1, b * 3
+
+    for data in (GOOD, BAD, GOOD):
+        outcomes = []
+        for fn in (lambda a, b: (a * 2 + 1, b * 3), scale):
+            m = arr(data)
+            with minpy_jit.jit() if fn is scale else _no_scope():
+                L = nd.linalg.potrf(m)
+            b = arr(np.ones((2, 2), np.float32))
+            y, z = fn(L, b)
+            outcomes.append(_observe({"z": z, "y": y, "L": L}, ["z", "y", "L", "waitall"]))
+        _assert_same_observations(*outcomes)

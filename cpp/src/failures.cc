@@ -210,6 +210,15 @@ void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
   s.probe(arrays);
 }
 
+bool any_suspect(const std::vector<NDArrayHandle>& arrays) {
+  Suspects& s = suspects();
+  if (s.chunks.empty()) return false;
+  s.collect();
+  for (NDArrayHandle h : arrays)
+    if (h && s.has(h)) return true;
+  return false;
+}
+
 size_t suspect_count() {
   suspects().collect();
   return suspects().chunks.size();

@@ -40,6 +40,10 @@ std::string needs_per_op_run(const Trace& t, const std::vector<OutputSpec>& outp
 // suspects, and one probe is pushed to learn when they are clean.
 void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs);
 
+// Whether any of the arrays may hold an error a per-op run left there (one launch of a
+// compiled graph reading it would carry the error into all its results).
+bool any_suspect(const std::vector<NDArrayHandle>& arrays);
+
 // Suspect arrays not yet shown clean (for tests and stats).
 size_t suspect_count();
 

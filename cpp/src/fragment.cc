@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "explain.h"
+#include "failures.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "runtime.h"
@@ -593,6 +594,8 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
       ins.push_back(v.constants[val]);
     }
   }
+  // An input an earlier failure may have reached: the statements run in Python (failures.h).
+  if (any_suspect(ins)) return nullptr;
   std::vector<PyObject*> fresh(v.num_new, nullptr);
   struct Drop {
     std::vector<PyObject*>& objs;
@@ -909,6 +912,11 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
                   ev ? ev->where : std::string());
   }
   if (fallback_total() != c.fallbacks) throw Refused("an op ran eagerly (it cannot be recorded)");
+  // One launch would hand a run-time failure to every result (failures.h): such ops run in Python.
+  for (size_t i = c.n0; i < t.nodes.size(); ++i)
+    if (t.nodes[i].op->can_fail)
+      throw Refused(t.nodes[i].op->name + " can fail while it runs (its errors must reach only what they reach eagerly)",
+                    R->sources.str(t.nodes[i].loc));
   if (t.nodes.size() > c.n0 && (t.recording != c.rec || t.training != c.train))
     throw Refused("the autograd state changed inside it");
 
