@@ -20,6 +20,7 @@
 
 #include <algorithm>
 
+#include "failures.h"
 #include "mxapi.h"
 #include "runtime.h"
 
@@ -50,6 +51,15 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
       t.np_shape || retain_graph || train != t.training || t.backward >= 0 || (ts.site && ts.site->eager) ||
       heads.empty() || head_grads.size() != heads.size() || !autograd_peek_works())
     return false;
+  // An op that can fail, or an input a failure may have reached, runs op by op (failures.h):
+  // MXNet's own backward then sees exactly what it sees eagerly.
+  if (t.can_fail) return false;
+  {
+    std::vector<NDArrayHandle> ins;
+    for (const Value& val : t.values)
+      if (val.node < 0 && val.ext) ins.push_back(val.ext);
+    if (any_suspect(ins)) return false;
+  }
   const size_t nv = t.values.size();
 
   // Heads: lazy results of this trace.
