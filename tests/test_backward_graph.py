@@ -275,7 +275,17 @@ def _second_loss_kept(x, w):
     return [w.grad, x.grad, y2]
 
 
-MXNET_FORMS = {"retain_graph": _retain_graph, "grad_req add": _grad_req_add, "value read three times":
+def _split_outputs(x, w):
+    # an op with several results: CachedOp's gradient pass over the combined graph crashed
+    # inside MXNet (tests/stress/fuzz.py seed 50181)
+    with autograd.record():
+        parts = nd.split(x * w, num_outputs=3, axis=1)
+        y = nd.sum(parts[0] * 2 + parts[1])
+    y.backward()
+    return [y, x.grad, w.grad]
+
+
+MXNET_FORMS = {"split outputs": _split_outputs, "retain_graph": _retain_graph, "grad_req add": _grad_req_add, "value read three times":
                _read_three_times, "input with history": _input_with_history,
                "second loss kept": _second_loss_kept}
 

@@ -108,6 +108,10 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
     if (in_graph[n])
       for (int v : t.nodes[n].in)
         if (++reads[v] > 2) return false;
+  // An op with several results (split): CachedOp's own gradient pass over the combined graph
+  // crashed inside MXNet (segfault, tests/stress/fuzz.py seed 50181), used outputs or not.
+  for (size_t n = 0; n < t.nodes.size(); ++n)
+    if (in_graph[n] && t.nodes[n].out.size() > 1) return false;
   // A result still held that depends on a variable through a node outside the heads' graph:
   // eager MXNet keeps its history (a later backward could use it); a graph run keeps none.
   for (const auto& kv : t.slots) {
