@@ -68,28 +68,31 @@ bool segment_due(const ThreadState& ts) {
   return ts.trace.nodes.back().content == anchor;
 }
 
+// An existing array now holds `value` (an out= target, or an input an op writes in place).
+void write_into(Trace& t, PyObject* array, int value) {
+  NDArrayHandle h = handle_of(array);
+  const Value& val = t.values[value];
+  if (val.node >= 0) {  // remembered for eager replay, which must write where eager MXNet writes
+    Node& producer = t.nodes[val.node];
+    producer.targets.resize(producer.out.size(), nullptr);
+    producer.targets[val.index] = h;
+  }
+  auto it = t.slots.find(h);
+  if (it == t.slots.end()) {
+    t.bind(h, value, false, array);
+    Py_INCREF(array);
+  } else {
+    it->second.value = value;
+  }
+}
+
 // The arrays a call returns: out= arrays rebound to the new values, or new lazy arrays.
 py::object bind_results(ThreadState& ts, const std::vector<int>& outs, const std::vector<PyObject*>& out_objs,
                         PyObject* out, bool is_np, bool as_list) {
   Trace& t = ts.trace;
   py::object result;
   if (!out_objs.empty()) {
-    for (size_t i = 0; i < out_objs.size(); ++i) {
-      NDArrayHandle h = handle_of(out_objs[i]);
-      const Value& val = t.values[outs[i]];
-      if (val.node >= 0) {  // remembered for eager replay, which must write where eager MXNet writes
-        Node& producer = t.nodes[val.node];
-        producer.targets.resize(producer.out.size(), nullptr);
-        producer.targets[val.index] = h;
-      }
-      auto it = t.slots.find(h);
-      if (it == t.slots.end()) {
-        t.bind(h, outs[i], false, out_objs[i]);
-        Py_INCREF(out_objs[i]);
-      } else {
-        it->second.value = outs[i];
-      }
-    }
+    for (size_t i = 0; i < out_objs.size(); ++i) write_into(t, out_objs[i], outs[i]);
     result = py::reinterpret_borrow<py::object>(out);
   } else {
     size_t n = outs.size();
@@ -504,6 +507,18 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     return fallback(args, op, "sparse output");
   }
 
+  // BatchNorm with fix_gamma (its default) writes ones into its gamma input when it runs, a write
+  // its signature does not declare: recorded below as gamma <- ones_like(gamma). Under record()
+  // that write would make gamma the output of a recorded op (eager's autograd never sees it): eager.
+  bool writes_ones_into_gamma = false;
+  if ((op.name == "BatchNorm" || op.name == "BatchNorm_v1" || op.name == "_contrib_SyncBatchNorm") && nin > 1) {
+    writes_ones_into_gamma = true;
+    for (const Attr& a : attrs)
+      if (a.key == "fix_gamma") writes_ones_into_gamma = !(a.val == "False" || a.val == "false" || a.val == "0");
+    if (writes_ones_into_gamma && t.recording)
+      return fallback(args, op, "fix_gamma writes ones into gamma, under autograd.record()");
+  }
+
   // Inputs: the value each array holds now; new arrays become external inputs.
   std::vector<int> in(nin);
   std::vector<PyObject*> in_objs(nin);
@@ -628,6 +643,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   t.note_user_op(op.hash);
   std::vector<int> outs;
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
+  if (writes_ones_into_gamma) {
+    TraceEmitter em(ts);
+    write_into(t, in_objs[1], em.node("ones_like", {}, {in[1]}));
+  }
   mark.done = true;
   return bind_results(ts, outs, out_objs, out, is_np, as_list);
 }
