@@ -209,3 +209,18 @@ def test_batchnorm_running_statistics_untouched_by_an_unrelated_backward():
         return y, w.grad, [p.data() for p in bn.collect_params().values()]
     res = run_both(prog, nd.array(rand(3, 2, 4, seed=17)), nd.array(rand(5, seed=18)))
     assert_same(res.eager, res.jitted)
+
+
+def test_nag_mom_update_with_the_weight_as_its_gradient():
+    # seed 3512: as_in_context to the array's own context returns the array itself, so the
+    # gradient is the weight: MXNet's NAG kernel reads it again after writing the new weight.
+    def prog(w, mom, w2, mom2):
+        g = w.as_in_context(mx.cpu(0))
+        nd.nag_mom_update(w, g, mom, lr=1.0, momentum=0.9, out=w)
+        nd.sgd_mom_update(w2, w2, mom2, lr=0.5, momentum=0.9, wd=0.1, out=w2)
+        return w, mom, w2, mom2
+
+    args = [nd.array(rand(5, 1, 2, seed=s) * 2) for s in range(4)]
+    r = run_both(prog, *args)
+    assert_same(*r)
+    assert r.stats["fallbacks"].get("nag_mom_update") == 1

@@ -11,6 +11,7 @@
 #include "mxapi.h"
 #include "parts.h"
 #include "runtime.h"
+#include "updates.h"
 
 namespace minpy {
 
@@ -92,6 +93,23 @@ bool overlapping_memory(std::vector<Array>& arrays) {
     active.push_back(&r);
   }
   return false;
+}
+
+// An optimizer update handed one array twice (nag_mom_update(w, w, m, out=w): the
+// gradient is the weight). MXNet's kernels read some inputs again after writing their
+// result, so eagerly the repeated array is seen both before and after the write; a graph
+// or our kernel reads one value. Such a trace runs eagerly, counted. The op's name, or "".
+std::string update_with_repeated_input(const Trace& t) {
+  for (const Node& n : t.nodes) {
+    const UpdateOp* u = update_op(n.op->name);
+    if (!u) continue;
+    // weights, gradients and states only: learning-rate inputs are shared on purpose
+    const size_t arrays = std::min(n.in.size(), update_weights(*u, n) * static_cast<size_t>(update_stride(*u)));
+    for (size_t i = 0; i < arrays; ++i)
+      for (size_t j = i + 1; j < arrays; ++j)
+        if (n.in[i] == n.in[j]) return n.op->name;
+  }
+  return "";
 }
 
 // True when an array the trace writes in place shares storage with another array
@@ -309,6 +327,15 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   } else if (!eager && writes_alias_inputs(t, outputs)) {
     eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
+  }
+  if (!eager) {
+    const std::string op = update_with_repeated_input(t);
+    if (!op.empty()) {
+      eager = true;
+      ev.miss_reason = op + " given one array as two of its inputs: ran eagerly";
+      ++R->stats.fallbacks[op];
+      ++R->stats.fallback_reasons[op + ": one array as two of its inputs (its trace ran eagerly)"];
+    }
   }
   if (!eager) {  // a failure while running must reach exactly the arrays it reaches eagerly
     std::string per_op = needs_per_op_run(t, outputs);
