@@ -1,6 +1,8 @@
 #include "failures.h"
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -21,6 +23,50 @@ bool op_can_fail(const std::string& n) {
       "_npi_lstsq", "_npi_det", "_npi_slogdet", "_npi_matrix_rank", "_npi_matrix_rank_none_tol", "_npi_qr",
   };
   return ops.count(n) > 0;
+}
+
+bool tile_can_fail(const AVal& input, const std::vector<Attr>& attrs) {
+  std::vector<int64_t> reps;
+  for (const Attr& a : attrs) {
+    if (a.key != "reps") continue;
+    const char* p = a.val.c_str();
+    while (*p) {
+      if (*p == '-' || (*p >= '0' && *p <= '9')) {
+        char* end = nullptr;
+        reps.push_back(std::strtoll(p, &end, 10));
+        p = end;
+      } else {
+        ++p;
+      }
+    }
+  }
+  // MXNet pads the shorter of shape and reps with leading ones.
+  const size_t n = std::max(reps.size(), static_cast<size_t>(input.ndim));
+  std::vector<int64_t> dims(n, 1), r(n, 1);
+  for (int i = 0; i < input.ndim; ++i) dims[n - input.ndim + i] = input.dims[i];
+  for (size_t i = 0; i < reps.size(); ++i) r[n - reps.size() + i] = reps[i];
+  // Axes in order: (rep_i broadcast from 1), (dim_i kept). Size-1 axes vanish; neighbours of the
+  // same kind merge. The kernel fails when more than 5 remain.
+  int axes = 0, last_kind = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const std::pair<int64_t, int> parts[2] = {{r[i], 1}, {dims[i], 0}};
+    for (const auto& part : parts) {
+      if (part.first == 1) continue;
+      if (part.second != last_kind) ++axes;
+      last_kind = part.second;
+    }
+  }
+  return axes > 5;
+}
+
+OpInfo& failing_twin(const OpInfo& op) {
+  static std::unordered_map<const OpInfo*, std::unique_ptr<OpInfo>> twins;
+  auto& twin = twins[&op];
+  if (!twin) {
+    twin = std::make_unique<OpInfo>(op);
+    twin->can_fail = true;
+  }
+  return *twin;
 }
 
 bool errors_are_synchronous() {

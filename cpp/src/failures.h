@@ -28,6 +28,15 @@ namespace minpy {
 // Whether MXNet's op may fail at run time on its data (decided once per op by name).
 bool op_can_fail(const std::string& name);
 
+// tile broadcasts over two axes per input axis. MXNet's broadcast kernel takes at most 5 axes
+// once neighbours of the same kind are merged, and beyond that fails while it runs ("Too many
+// reduction axes"; eager: the first read raises). Decided per call from the shape and `reps`.
+bool tile_can_fail(const AVal& input, const std::vector<Attr>& attrs);
+
+// The twin of an op that is recorded when this call may fail at run time: the same MXNet
+// operator with `can_fail` set (one per op, made on first use).
+OpInfo& failing_twin(const OpInfo& op);
+
 // Whether MXNet raises run-time op errors when the op is called (NaiveEngine) rather than at
 // the first read: then ops that can fail run eagerly where they are recorded.
 bool errors_are_synchronous();

@@ -591,6 +591,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
   if (op.no_symbolic_form && !ours) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
+  if (!ours && op.name == "tile" && nin == 1 && tile_can_fail(*in_avals[0], attrs)) {
+    if (errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
+    ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
+  }
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
   if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
