@@ -1,4 +1,5 @@
 #include "executor.h"
+#include "nogil.h"
 
 #include <Python.h>  // only to release the GIL around a blocking call (dummy_input)
 #include <dlfcn.h>
@@ -44,11 +45,11 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
           throw MXError("operator " + n.op->name + " has no gradient: recorded ops replayed one by one");
     LoweredGraph g = lower(trace, outputs, *nondiff, fuse);
     SymbolHandle sym = nullptr;
-    MX_CALL(MXSymbolCreateFromJSON(g.json.c_str(), &sym));
+    MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(g.json.c_str(), &sym); }));
     const char* keys[] = {"static_alloc", "static_shape"};
     const char* vals[] = {"true", "true"};
     CachedOpHandle op = nullptr;
-    int rc = MXCreateCachedOpEx(sym, 2, keys, vals, &op);
+    int rc = without_gil([&] { return MXCreateCachedOpEx(sym, 2, keys, vals, &op); });
     if (rc != 0) {
       std::string msg = MXGetLastError();
       MXSymbolFree(sym);

@@ -1,6 +1,7 @@
 // Fragments of @minpy_jit.function: guard checks, replay, and turning a capture
 // into a variant. See fragment.h for the design.
 #include "fragment.h"
+#include "nogil.h"
 
 #include <pybind11/stl.h>
 
@@ -542,10 +543,10 @@ CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const Walk& w, 
     data += ']';
     if (num_params > 0 && !writes_input) {
       SymbolHandle sym = nullptr;
-      if (MXSymbolCreateFromJSON(exe.json.c_str(), &sym) == 0) {
+      if (without_gil([&] { return MXSymbolCreateFromJSON(exe.json.c_str(), &sym); }) == 0) {
         const char* keys[] = {"static_alloc", "static_shape", "data_indices", "param_indices"};
         const char* vals[] = {"true", "true", data.c_str(), params.c_str()};
-        if (MXCreateCachedOpEx(sym, 4, keys, vals, &s.op) != 0) s.op = nullptr;  // keep the executor's
+        if (without_gil([&] { return MXCreateCachedOpEx(sym, 4, keys, vals, &s.op); }) != 0) s.op = nullptr;  // keep the executor's
         MXSymbolFree(sym);
       }
     }

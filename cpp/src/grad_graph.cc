@@ -1,4 +1,5 @@
 #include "grad_graph.h"
+#include "nogil.h"
 
 #include <unordered_map>
 
@@ -125,7 +126,7 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
       js += std::string(n || k ? ",[" : "[") + std::to_string(n) + "," + std::to_string(k) + ",0]";
   js += "],\"attrs\":{\"mxnet_version\":[\"int\",10901]}}";
   SymbolHandle f = nullptr;
-  MX_CALL(MXSymbolCreateFromJSON(js.c_str(), &f));
+  MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(js.c_str(), &f); }));
   h.keep(f);
   auto positions = [&](const std::vector<Entry>& es) {
     std::vector<int> p;
@@ -158,7 +159,7 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
     const size_t heads_end = js2.find("],\"attrs\":{\"mxnet_version\"");
     js2.insert(heads_end, extra_heads);
     SymbolHandle f2 = nullptr;
-    MX_CALL(MXSymbolCreateFromJSON(js2.c_str(), &f2));
+    MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(js2.c_str(), &f2); }));
     f = h.keep(f2);
     for (size_t i = 0; i < unread.size(); ++i) {
       y_pos.push_back(n_heads + static_cast<int>(i));
