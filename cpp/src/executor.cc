@@ -205,7 +205,9 @@ int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
   int nout = static_cast<int>(a.outs.size());
   NDArrayHandle* outp = a.outs.data();
   const int* stypes = nullptr;
-  return MXInvokeCachedOpEx(op ? op : exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
+  return without_gil([&] {  // a graph holding a Custom op runs it under MXNet's custom-op lock
+    return MXInvokeCachedOpEx(op ? op : exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
+  });
 }
 
 void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
@@ -229,8 +231,10 @@ void backward_eagerly(const Trace& trace, const Node& n, const std::vector<NDArr
     heads.push_back(handle[n.in[i]]);
     head_grads.push_back(i < static_cast<int>(mask.size()) && mask[i] == '1' ? handle[n.in[next++]] : nullptr);
   }
-  MX_CALL(MXAutogradBackwardEx(static_cast<uint32_t>(nh), heads.data(), head_grads.data(), 0, nullptr, 0, 0,
-                               trace.training ? 1 : 0, nullptr, nullptr));
+  MX_CALL(without_gil([&] {
+    return MXAutogradBackwardEx(static_cast<uint32_t>(nh), heads.data(), head_grads.data(), 0, nullptr, 0, 0,
+                                trace.training ? 1 : 0, nullptr, nullptr);
+  }));
 }
 
 }  // namespace
@@ -267,8 +271,10 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
       int nout = static_cast<int>(outs.size());
       NDArrayHandle* outp = outs.data();
       const int* stypes = nullptr;
-      MX_CALL(MXImperativeInvokeEx(n.op->creator, static_cast<int>(ins.size()), ins.data(), &nout, &outp,
-                                   static_cast<int>(keys.size()), keys.data(), vals.data(), &stypes));
+      MX_CALL(without_gil([&] {  // a Custom op parses its attributes under MXNet's custom-op lock
+        return MXImperativeInvokeEx(n.op->creator, static_cast<int>(ins.size()), ins.data(), &nout, &outp,
+                                    static_cast<int>(keys.size()), keys.data(), vals.data(), &stypes);
+      }));
     }
   } catch (...) {
     for (auto h : temps) MXNDArrayFree(h);

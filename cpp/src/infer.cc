@@ -1,4 +1,5 @@
 #include "infer.h"
+#include "nogil.h"
 
 #include <cstdio>
 
@@ -104,8 +105,10 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
   }
   SymbolHandle sym = nullptr;
   try {
-    infer_check(MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(),
-                                           vals.data(), &sym));
+    infer_check(without_gil([&] {  // a Custom op parses its attributes under MXNet's custom-op lock
+      return MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(), vals.data(),
+                                        &sym);
+    }));
     guard.held.push_back(sym);
     std::vector<std::string> names;
     std::vector<SymbolHandle> vars;

@@ -4,8 +4,9 @@
 
 namespace minpy {
 
-// Building a graph (MXSymbolCreateFromJSON, MXCreateCachedOpEx, MXSymbolCreateAtomicSymbol)
-// parses a Custom op's attributes under MXNet's CustomOperator lock, and MXNet's custom-op
+// Building or running a graph or an op (MXSymbolCreateFromJSON, MXCreateCachedOpEx,
+// MXSymbolCreateAtomicSymbol, MXInvokeCachedOpEx, MXImperativeInvokeEx, MXAutogradBackwardEx)
+// takes MXNet's CustomOperator lock when a Custom op is involved, and MXNet's custom-op
 // worker thread holds that lock while it waits for the GIL (freeing a CustomOp's Python state).
 // Made with the GIL held, such a call deadlocks: seen as a CI run that hung in
 // tests/test_callbacks.py (a hybridized block calling a Custom op inside jit()).
