@@ -1,10 +1,10 @@
 #include "grad_graph.h"
-#include "nogil.h"
 
 #include <unordered_map>
 
 #include "json.h"
 #include "mxapi.h"
+#include "nogil.h"
 
 namespace minpy {
 
@@ -23,19 +23,6 @@ struct Handles {
     for (auto g : graphs) NNGraphFree(g);
   }
 };
-
-void json_str(std::string& out, const std::string& s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  out += '"';
-}
 
 // A symbol of the given outputs of `f` (heads of f, by position).
 SymbolHandle outputs_of(SymbolHandle f, const std::vector<int>& positions, Handles& h) {
@@ -235,16 +222,16 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
     const JValue* ctrl = nd.get("control_deps");
     const int num_out = row_ptr->arr[i + 1].as_int() - row_ptr->arr[i].as_int();
     std::string s = std::string(result.next ? "," : "") + "{\"op\":";
-    json_str(s, op ? op->str : "null");
+    append_json_string(s, op ? op->str : "null");
     s += ",\"name\":";
-    json_str(s, name ? name->str : "");
+    append_json_string(s, name ? name->str : "");
     if (attrs && !attrs->obj.empty()) {
       s += ",\"attrs\":{";
       for (size_t a = 0; a < attrs->obj.size(); ++a) {
         if (a) s += ',';
-        json_str(s, attrs->obj[a].first);
+        append_json_string(s, attrs->obj[a].first);
         s += ':';
-        json_str(s, attrs->obj[a].second.str);
+        append_json_string(s, attrs->obj[a].second.str);
       }
       s += "}";
     }
@@ -277,7 +264,7 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
         for (int k = 0; k < num_out; ++k) {
           if (consumed[i][k] == (pass == 0)) continue;
           result.nodes += ",{\"op\":\"BlockGrad\",\"name\":";
-          json_str(result.nodes, (name ? name->str : "g") + "_nograd" + std::to_string(k));
+          append_json_string(result.nodes, (name ? name->str : "g") + "_nograd" + std::to_string(k));
           result.nodes += ",\"inputs\":[[" + std::to_string(id) + "," + std::to_string(k) + ",0]]";
           if (pass == 1 && !unread.empty()) {
             result.nodes += ",\"control_deps\":[";

@@ -6,24 +6,12 @@
 
 #include "backward.h"
 #include "grad_graph.h"
+#include "json.h"
 #include "mxapi.h"
 
 namespace minpy {
 
 namespace {
-
-void json_str(std::string& out, const std::string& s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  out += '"';
-}
 
 bool reads(const Node& n, int value) {
   return std::find(n.in.begin(), n.in.end(), value) != n.in.end();
@@ -182,9 +170,9 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   auto begin_node = [&](const char* op, const std::string& name) {
     if (next) nodes += ',';
     nodes += "{\"op\":";
-    json_str(nodes, op);
+    append_json_string(nodes, op);
     nodes += ",\"name\":";
-    json_str(nodes, name);
+    append_json_string(nodes, name);
   };
   auto end_node = [&](int num_outputs) {
     nodes += '}';
@@ -293,9 +281,9 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     nodes += ",\"attrs\":{";
     for (size_t a = 0; a < attrs.size(); ++a) {
       if (a) nodes += ',';
-      json_str(nodes, attrs[a].key);
+      append_json_string(nodes, attrs[a].key);
       nodes += ':';
-      json_str(nodes, attrs[a].val);
+      append_json_string(nodes, attrs[a].val);
     }
     nodes += "},\"inputs\":[";
     for (size_t i = 0; i < in.size(); ++i) {

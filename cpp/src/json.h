@@ -1,6 +1,7 @@
-// A small JSON reader for the symbol JSON MXNet writes (MXSymbolSaveToJSON): objects,
-// arrays, strings, numbers, true/false/null. Enough to read a graph back after MXNet's
-// gradient pass (grad_graph.cc); not a general-purpose parser (no \u escapes beyond ASCII).
+// The symbol JSON MXNet reads and writes (MXSymbolCreateFromJSON, MXSymbolSaveToJSON): a string
+// writer for the graphs we build (graph.cc, grad_graph.cc), and a small reader (objects, arrays,
+// strings, numbers, true/false/null) to read a graph back after MXNet's gradient pass
+// (grad_graph.cc); not a general-purpose parser (no \u escapes beyond ASCII).
 #pragma once
 #include <cstdlib>
 #include <stdexcept>
@@ -9,6 +10,21 @@
 #include <vector>
 
 namespace minpy {
+
+// `s` as a JSON string literal: quotes, backslashes and newlines escaped (op names, node names
+// and attribute values are printable text otherwise).
+inline void append_json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  out += '"';
+}
 
 struct JValue {
   enum Kind { kNull, kBool, kNum, kStr, kArr, kObj } kind = kNull;
