@@ -1,7 +1,5 @@
 #include "executor.h"
-#include "nogil.h"
 
-#include <Python.h>  // only to release the GIL around a blocking call (dummy_input)
 #include <dlfcn.h>
 
 #include <chrono>
@@ -9,6 +7,7 @@
 
 #include "backward.h"
 #include "mxapi.h"
+#include "nogil.h"
 
 namespace minpy {
 
@@ -110,9 +109,7 @@ NDArrayHandle dummy_input(int dev_type, int dev_id) {
     h = new_lazy_array(a);
     float zero = 0;
     // The copy waits for MXNet's engine, whose worker may be calling Python: not with the GIL.
-    PyThreadState* saved = PyEval_SaveThread();
-    int rc = MXNDArraySyncCopyFromCPU(h, &zero, 1);
-    PyEval_RestoreThread(saved);
+    int rc = without_gil([&] { return MXNDArraySyncCopyFromCPU(h, &zero, 1); });
     mx_check(rc, "MXNDArraySyncCopyFromCPU (a graph's stand-in input)");
   }
   return h;

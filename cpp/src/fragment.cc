@@ -1,7 +1,6 @@
 // Fragments of @minpy_jit.function: guard checks, replay, and turning a capture
 // into a variant. See fragment.h for the design.
 #include "fragment.h"
-#include "nogil.h"
 
 #include <pybind11/stl.h>
 
@@ -15,6 +14,7 @@
 #include "failures.h"
 #include "launch.h"
 #include "mxapi.h"
+#include "nogil.h"
 #include "runtime.h"
 
 namespace minpy {

@@ -1,9 +1,9 @@
 #include "infer.h"
-#include "nogil.h"
 
 #include <cstdio>
 
 #include "mxapi.h"
+#include "nogil.h"
 
 namespace minpy {
 
