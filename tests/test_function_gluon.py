@@ -119,26 +119,30 @@ def test_lstm_cell_sequence_is_one_graph_and_counts_its_calls():
     assert st["replayed"] == 2 and st["captures"] == 1, st
 
 
-def test_training_step_with_backward_and_trainer():
-    def setup():
-        net = mlp(3)
-        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+def mlp_with_trainer(seed, **sgd_params):
+    net = mlp(seed)
+    return net, gluon.Trainer(net.collect_params(), "sgd", sgd_params)
 
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    net1, tr1 = setup()
-    net2, tr2 = setup()
+
+loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()  # (L2Loss reshapes its label: a view, a boundary)
+
+
+def train_step(net, trainer, x, y):
+    with autograd.record():
+        loss = loss_fn(net(x), y).mean()
+    loss.backward()
+    trainer.step(1)
+    return loss
+
+
+def test_training_step_with_backward_and_trainer():
+    net1, tr1 = mlp_with_trainer(3, learning_rate=0.1, momentum=0.9)
+    net2, tr2 = mlp_with_trainer(3, learning_rate=0.1, momentum=0.9)
     x, y = arr(rand(6, 8)), arr(np.arange(6, dtype=np.float32) % 4)
 
-    def step(net, trainer, x, y):
-        with autograd.record():
-            loss = loss_fn(net(x), y).mean()
-        loss.backward()
-        trainer.step(1)
-        return loss
-
-    fstep = minpy_jit.function(step)
+    fstep = minpy_jit.function(train_step)
     for _ in range(4):
-        assert_same(step(net2, tr2, x, y), fstep(net1, tr1, x, y), rtol=1e-5)
+        assert_same(train_step(net2, tr2, x, y), fstep(net1, tr1, x, y), rtol=1e-5)
         for p1, p2 in zip(net1.collect_params().values(), net2.collect_params().values()):
             assert_same(p2.data(), p1.data(), rtol=1e-5)
     assert tr1.optimizer.num_update == tr2.optimizer.num_update
@@ -163,28 +167,16 @@ def test_dropout_in_train_mode_draws_as_eager():
 def test_trainer_step_is_replayed_with_its_counters_and_flags():
     """Trainer.step is a known call: its update ops are replayed, the optimizer's update
     counts are stepped, the weights' fresh-gradient flags cleared -- as a Python step does."""
-    def setup():
-        net = mlp(5)
-        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.5,
-                                                                 "wd": 0.01})
-
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()  # (L2Loss reshapes its label: a view, a boundary)
-    (n1, t1), (n2, t2) = setup(), setup()
+    n1, t1 = mlp_with_trainer(5, learning_rate=0.05, momentum=0.5, wd=0.01)
+    n2, t2 = mlp_with_trainer(5, learning_rate=0.05, momentum=0.5, wd=0.01)
     x, y = arr(rand(6, 8)), arr(np.arange(6, dtype=np.float32) % 4)
 
-    def step(net, trainer, x, y):
-        with autograd.record():
-            loss = loss_fn(net(x), y).mean()
-        loss.backward()
-        trainer.step(1)
-        return loss
-
-    fstep = minpy_jit.function(step)
+    fstep = minpy_jit.function(train_step)
     for i in range(5):
         if i == 3:  # a new learning rate: the optimizer's lr is a guard
             t1.set_learning_rate(0.02)
             t2.set_learning_rate(0.02)
-        assert_same(step(n2, t2, x, y), fstep(n1, t1, x, y))
+        assert_same(train_step(n2, t2, x, y), fstep(n1, t1, x, y))
         for p1, p2 in zip(n1.collect_params().values(), n2.collect_params().values()):
             assert_same(p2.data(), p1.data())
             assert p1.data()._fresh_grad == p2.data()._fresh_grad
