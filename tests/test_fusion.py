@@ -484,3 +484,47 @@ def test_very_long_chain_is_split_into_bounded_kernels(whole_traces):
     res = run_both(fn, arr(rand(4, 4)))
     assert_same(res.eager, res.jitted)
     assert res.stats["fused_ops"] == 3000 and res.stats["fused_kernels"] == 6  # ceil(3000 / 512)
+
+
+INEXACT = {
+    "tanh": nd.tanh, "sigmoid": nd.sigmoid, "exp": nd.exp, "log": nd.log,
+    "Activation tanh": lambda v: nd.Activation(v, act_type="tanh"),
+    "Activation softrelu": lambda v: nd.Activation(v, act_type="softrelu"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INEXACT))
+def test_inexact_value_feeding_a_step_is_mxnets(name):
+    """Fuzz seed 29713: our tanh is within an ulp of MXNet's, not equal to it, and
+    `broadcast_greater(x, tanh(x))` turned that last bit into 0 vs 1. Such a value (here
+    compared with MXNet's own result, rounded at 2^-24, and through a fused product)
+    stays MXNet's op; the arithmetic after it still fuses."""
+    f = INEXACT[name]
+    x = arr(np.random.RandomState(7).uniform(0.05, 3.0, (64, 33)).astype(np.float32))
+    reference = f(x)  # MXNet's kernel, eagerly
+
+    def fn(x, reference):
+        y = f(x)
+        return (nd.broadcast_equal(y, reference), y == reference, nd.round(y * 2.0 ** 24),
+                nd.sign(y * 3 - reference * 3), nd.argmax(y - reference, axis=1))
+
+    res = run_both(fn, x, reference)
+    assert_same(res.eager, res.jitted, rtol=0)
+    assert res.eager[0].asnumpy().all()  # eager compares MXNet's value with itself
+
+
+def test_inexact_value_not_feeding_a_step_still_fuses():
+    def fn(x):
+        y = nd.tanh(x) * 2
+        return y, nd.relu(y) > 0.5  # the comparison reads y: tanh is MXNet's, the product ours
+
+    res = run_both(fn, arr(rand(16, 16)))
+    assert_same(res.eager, res.jitted, rtol=0)
+    assert fused(res) == 1
+
+    def no_step(x):
+        return nd.tanh(x) * 2
+
+    res = run_both(no_step, arr(rand(16, 16)))
+    assert_same(res.eager, res.jitted)
+    assert fused(res) == 1
