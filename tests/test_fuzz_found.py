@@ -224,3 +224,41 @@ def test_nag_mom_update_with_the_weight_as_its_gradient():
     r = run_both(prog, *args)
     assert_same(*r)
     assert r.stats["fallbacks"].get("nag_mom_update") == 1
+
+
+def test_copy_into_an_added_gradient_overwrites_it_as_eager():
+    # seeds 26713, 33979: astype/copy/copyto/as_in_context are MXNet's _copyto, whose backward
+    # (_copyto again, CopyFromToSimple) ignores the request: under grad_req='add' eager's
+    # backward overwrites the gradient buffer instead of adding into it. Cast and _copy add.
+    def prog(a, b, c):
+        grad_leaf(a, "add"), grad_leaf(b, "add"), grad_leaf(c, "add")
+        seen = []
+        for _ in range(2):
+            with autograd.record():
+                y16 = a.astype("float16")
+                yb = b.copy() * 2          # the copy's gradient is written into b.grad
+                yc = c.copy() + c          # two contributions: summed, then added
+            y16.backward(retain_graph=True)
+            autograd.backward([yb, yc])
+            seen += [a.grad.copy(), b.grad.copy(), c.grad.copy()]
+        return seen
+    r = run_both(prog, *[nd.array(rand(3, 4, seed=s)) for s in (1, 2, 3)])
+    assert_same(*r)
+    assert r.stats["fallback_reasons"].get(
+        "_copyto: its eager backward overwrites a grad_req='add' gradient") == 6
+
+
+def test_copy_of_an_added_gradient_then_pooling():
+    # seed 33979: the copy's history is read again by a later recorded segment
+    def prog(x, s):
+        grad_leaf(s)
+        grad_leaf(x, "add")
+        with autograd.record():
+            y = x.copy()
+        y.backward(retain_graph=True)
+        with autograd.record():
+            z = nd.sigmoid(s)
+            p = nd.Pooling(y, kernel=(2, 2), stride=(2, 2), pool_type="max")
+        autograd.backward([p, z])
+        return x.grad, s.grad, p, z
+    assert_same(*run_both(prog, nd.array(rand(2, 3, 4, 4, seed=4)), nd.array(rand(2, seed=5))))

@@ -557,6 +557,16 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     if (in_avals[i]->dev_type != in_avals[0]->dev_type || in_avals[i]->dev_id != in_avals[0]->dev_id)
       return fallback(args, op, "inputs on different contexts");
 
+  // MXNet's _copyto (astype, copy, copyto, as_in_context) has _copyto as its backward, whose
+  // kernel (CopyFromToSimple) ignores the request: eager's backward overwrites the gradient of a
+  // grad_req='add' variable it reads instead of adding into it (unless MXNet sums several
+  // contributions first). The _copy and Cast we record add: run it eagerly, so that MXNet's own
+  // backward sees the same node as eager's.
+  if (op.name == "_copyto" && nin == 1 && t.recording && autograd_peek_works()) {
+    int req = 0;
+    if (autograd_role(handle_of(in_objs[0]), &req) == AutogradRole::kVariable && req == 3 /* kAddTo */)
+      return fallback(args, op, "its eager backward overwrites a grad_req='add' gradient");
+  }
   // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
   if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
     NDArrayHandle h = handle_of(out);
