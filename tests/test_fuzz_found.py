@@ -262,3 +262,23 @@ def test_copy_of_an_added_gradient_then_pooling():
         autograd.backward([p, z])
         return x.grad, s.grad, p, z
     assert_same(*run_both(prog, nd.array(rand(2, 3, 4, 4, seed=4)), nd.array(rand(2, seed=5))))
+
+
+def test_update_of_a_traced_array_with_itself_as_gradient():
+    # seed 1433: the weight, the gradient and out= are one array made in the trace (batch_dot's
+    # result). The trace runs eagerly (one array as two inputs); the replay wrote batch_dot into
+    # a temporary, so the NAG kernel no longer read back its own write (mom 0.0938 vs eager's
+    # 0.0916). A second learning rate makes lr a graph input: the update is then recorded as our
+    # kernel, which must read back what it stored over its inputs as MXNet's does.
+    def program(lr):
+        def prog(a, b, mom):
+            w = nd.batch_dot(a, b)
+            nd.nag_mom_update(w, w, mom, lr=lr, momentum=0.9, wd=0.25, out=w)
+            return w, mom
+        return prog
+
+    for lr in (0.1, 0.05):
+        r = run_both(program(lr), nd.array(rand(2, 1, 4, seed=1) * 2), nd.array(rand(2, 4, 5, seed=2) * 2),
+                     nd.array(rand(2, 1, 5, seed=3)))
+        assert_same(*r, rtol=0)
+        assert r.stats["eager_replays"] == 1

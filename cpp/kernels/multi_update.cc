@@ -142,19 +142,22 @@ static inline void run_tensor_t(const TensorArgs& a, const Hyper& h) {
   } else if constexpr (IN_PLACE) {
     float* w = static_cast<float*>(a.w);
     const float* g = static_cast<const float*>(a.g);
+    const int aliased = kWeightIsOut | (a.g == a.w ? kGradIsOut : 0);
     for (int64_t i = 0; i < a.n; ++i) {
       float z0 = 0.f, z1 = 0.f, z2 = 0.f;
       w[i] = R::step(w[i], g[i], state<R, 0>(s, i, z0), state<R, 1>(s, i, z1), state<R, 2>(s, i, z2), a.lr, a.wd,
-                     h, true);
+                     h, aliased);
     }
   } else {
     float* out = static_cast<float*>(a.out);
     const float* w = static_cast<const float*>(a.w);
     const float* g = static_cast<const float*>(a.g);
+    // Called eagerly (an eager replay, or by the user) out= may be an input's own array.
+    const int aliased = (a.out == a.w ? kWeightIsOut : 0) | (a.out == a.g ? kGradIsOut : 0);
     for (int64_t i = 0; i < a.n; ++i) {
       float z0 = 0.f, z1 = 0.f, z2 = 0.f;
       out[i] = R::step(w[i], g[i], state<R, 0>(s, i, z0), state<R, 1>(s, i, z1), state<R, 2>(s, i, z2), a.lr,
-                       a.wd, h, false);
+                       a.wd, h, aliased);
     }
   }
 }

@@ -115,18 +115,24 @@ struct SgdMulti {
   }
 };
 
-// NAGMomKernel. Its last line reads the weight again *after* the new one was stored:
-// with out=weight (in place) it sees the new weight. MP_NAGMomKernel always does.
+// The last argument of step(): which inputs the result is stored over (NAG reads them back).
+constexpr int kWeightIsOut = 1, kGradIsOut = 2;
+
+// NAGMomKernel. Its last line reads the weight and the gradient again *after* the new
+// weight was stored: with out=weight (in place) it sees the new weight, with out=grad the
+// new weight as gradient. MP_NAGMomKernel always reads its new float32 master weight.
 template <bool CLIP, bool MP>
 struct NagMom {
   static constexpr int kStates = 1;
   static inline float step(float w, float g, float& mom, float&, float&, float lr, float wd, const Hyper& h,
-                           bool in_place) {
+                           int aliased) {
     const float cg = CLIP ? clip_bound(h.rescale * g, h.clip) : h.rescale * g;
     const float m = h.momentum * mom;
     const float nw = w - m + (h.momentum + 1) * (m - lr * (cg + wd * w));
-    const float w_after = (MP || in_place) ? nw : w;
-    mom = m - lr * (cg + wd * w_after);
+    const float w_after = (MP || (aliased & kWeightIsOut)) ? nw : w;
+    const float g_after = (!MP && (aliased & kGradIsOut)) ? nw : g;
+    const float cg_after = CLIP ? clip_bound(h.rescale * g_after, h.clip) : h.rescale * g_after;
+    mom = m - lr * (cg_after + wd * w_after);
     return nw;
   }
 };

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <unordered_set>
 
 #include "backward.h"
 #include "mxapi.h"
@@ -242,6 +243,16 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
   for (size_t v = 0; v < trace.values.size(); ++v)
     if (trace.values[v].node < 0) handle[v] = trace.values[v].ext;
   for (const auto& o : outputs) handle[o.value] = o.handle;
+  // A value no output keeps is still written where eager wrote it when a later op writes
+  // that array again (nag_mom_update(w, w, m, out=w) with w made in the trace): that op
+  // may read its output's memory back, as it does eagerly.
+  std::unordered_set<NDArrayHandle> written_again;
+  for (const Node& n : trace.nodes)
+    for (NDArrayHandle h : n.targets)
+      if (h) written_again.insert(h);
+  for (size_t v = 0; v < trace.values.size(); ++v)
+    if (!handle[v] && trace.values[v].home && written_again.count(trace.values[v].home))
+      handle[v] = trace.values[v].home;
   AutogradState state(trace.recording, trace.training);
   try {
     for (const Node& n : trace.nodes) {

@@ -714,7 +714,7 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
         producer.targets[val.index] = h;
         auto it = t.slots.find(h);
         if (it != t.slots.end()) {
-          it->second.value = value;
+          t.rebind(it->second, h, value);
         } else {
           PyObject* owner = w.objs[o.leaf];
           t.bind(h, value, false, owner);

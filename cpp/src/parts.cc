@@ -108,7 +108,10 @@ std::vector<Trace> independent_parts(const Trace& t) {
       const uint64_t attr_hash = hash_attrs(attrs);
       const int first = part.add_node(node.op, std::move(attrs), attr_hash, in, outs, mutated, node.loc);
       part.nodes.back().targets = node.targets;
-      for (size_t k = 0; k < node.out.size(); ++k) vmap[node.out[k]] = first + static_cast<int>(k);
+      for (size_t k = 0; k < node.out.size(); ++k) {
+        vmap[node.out[k]] = first + static_cast<int>(k);
+        part.values[first + k].home = t.values[node.out[k]].home;
+      }
     }
   }
   // Arrays holding a result: in the part that computes it (the parent trace keeps the references).

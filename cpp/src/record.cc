@@ -82,7 +82,7 @@ void write_into(Trace& t, PyObject* array, int value) {
     t.bind(h, value, false, array);
     Py_INCREF(array);
   } else {
-    it->second.value = value;
+    t.rebind(it->second, h, value);
   }
 }
 

@@ -13,6 +13,7 @@ int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
   Value v;
   v.aval = known_aval ? *known_aval : aval_of(h);
   v.ext = h;
+  v.home = h;
   int id = static_cast<int>(values.size());
   values.push_back(v);
   key.add(0xE0000000ULL + static_cast<uint64_t>(id));
@@ -57,6 +58,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
 Slot& Trace::bind(NDArrayHandle h, int value, bool ours, void* owner) {
   Slot& s = slots[h];
   s = Slot{value, -1, owner, ours, false, false};
+  if (!values[value].home) values[value].home = h;
   return s;
 }
 

@@ -80,6 +80,9 @@ struct Value {
   int node = -1;   // producing node, -1 for an external input
   int index = 0;   // output index within the node
   NDArrayHandle ext = nullptr;  // the array behind an external input
+  // The array the value was first held by (its external array, a new lazy output, an out=
+  // target): where eager MXNet wrote it, which an op writing that array again may read back.
+  NDArrayHandle home = nullptr;
 };
 
 struct Slot {
@@ -133,6 +136,12 @@ class Trace {
   // A slot for an array the trace has not seen: a new lazy output (ours), or an existing
   // array written before it was read. Its old contents are no input (ext_value -1).
   Slot& bind(NDArrayHandle h, int value, bool ours, void* owner);
+
+  // An array the trace knows now holds `value` (a write into it): its slot and the value's home.
+  void rebind(Slot& s, NDArrayHandle h, int value) {
+    s.value = value;
+    if (!values[value].home) values[value].home = h;
+  }
 
   void clear() {
     backward = -1;
