@@ -5,6 +5,7 @@ it caught (in order).
 """
 import mxnet as mx
 import numpy as np
+import pytest
 from mxnet import autograd, nd
 
 import minpy_jit
@@ -282,3 +283,35 @@ def test_update_of_a_traced_array_with_itself_as_gradient():
                      nd.array(rand(2, 1, 5, seed=3)))
         assert_same(*r, rtol=0)
         assert r.stats["eager_replays"] == 1
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("made_in_trace", [False, True])
+def test_nag_mom_update_into_its_own_weight(fuse, made_in_trace):
+    # seed 17904: nag_mom_update(w, g, mom, out=w), the usual form, alone in its graph. MXNet's
+    # kernel reads the weight back after storing the new one, so eager's momentum uses the new
+    # weight (wd * w), and an infinite new weight gives NaN through 0 * inf; MXNet's op in a graph
+    # writes a new array and read the old weight (mom -0.05 off with wd=0.3; -inf vs NaN). Our
+    # kernel runs it in place; where it cannot (fuse off, a weight made in the trace) the trace
+    # runs eagerly.
+    def prog(w, g, mom, w_inf, g_inf, mom_inf):
+        if made_in_trace:
+            w, w_inf = w * 1.0, w_inf * 1.0
+        nd.nag_mom_update(w, g, mom, lr=0.1, momentum=0.9, wd=0.3, out=w)
+        nd.nag_mom_update(w_inf, g_inf, mom_inf, lr=3.0, momentum=0.9, out=w_inf)
+        return w, mom, w_inf, mom_inf
+
+    g_inf = rand(4, 3, seed=5)
+    g_inf[0, :2] = np.inf
+    args = [nd.array(rand(4, 3, seed=s)) for s in range(3)] + [nd.array(rand(4, 3, seed=4)), nd.array(g_inf),
+                                                                 nd.array(rand(4, 3, seed=6))]
+    previous = minpy_jit.config()["fuse"]
+    minpy_jit.config(fuse=fuse)
+    try:
+        r = run_both(prog, *args)
+    finally:
+        minpy_jit.config(fuse=previous)
+    assert np.isnan(r.eager[3].asnumpy()[0, :2]).all()
+    assert_same(*r, rtol=0)
+    if fuse and not made_in_trace:
+        assert r.stats["fused_kernels"] >= 1 and r.stats["eager_replays"] == 0

@@ -482,9 +482,14 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     if (t.recording && !exact_gradient(grp)) continue;
     FusedUnit u;
     if (grp.kind == kUpdate) {
-      // One MXNet update alone stays MXNet's op; one of ours is a kernel call already.
+      // One MXNet update alone stays MXNet's op; one of ours is a kernel call already. A NAG
+      // update written over its own weight needs our kernel in place (or an eager run).
       const bool ours = t.nodes[grp.members[0]].op->name.rfind("_minpy_", 0) == 0;
-      if ((grp.members.size() < 2 && !ours) || !build_update(t, grp, used_outside, written_into, &u)) continue;
+      bool reads_back = false;
+      for (int m : grp.members) reads_back = reads_back || reads_back_new_weight(t, t.nodes[m]);
+      if ((grp.members.size() < 2 && !ours && !reads_back) || !build_update(t, grp, used_outside, written_into, &u))
+        continue;
+      if (reads_back && !u.weights_in_place) continue;
     } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, &u)) {
       continue;
     }

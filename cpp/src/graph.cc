@@ -8,6 +8,7 @@
 #include "grad_graph.h"
 #include "json.h"
 #include "mxapi.h"
+#include "updates.h"
 
 namespace minpy {
 
@@ -146,6 +147,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       written_into[o.value] = ++uses[o.value] == 1 ? o.target_ext : -1;
     }
     plan = plan_fusion(t, live, deps, escapes, written_into);
+  }
+  for (int i = 0; i < N; ++i) {
+    const int u = plan.unit_of_node[i];
+    if (live[i] && reads_back_new_weight(t, t.nodes[i]) && (u < 0 || !plan.units[u].weights_in_place))
+      throw MXError(t.nodes[i].op->name + " into its own weight (out=weight), not run by our kernel in place: "
+                    "MXNet's kernel reads the new weight back, a graph would read the old one");
   }
   std::vector<int> order;
   try {

@@ -228,6 +228,17 @@ std::string update_group_key(const Trace& t, const Node& n) {
   return key;
 }
 
+bool reads_back_new_weight(const Trace& t, const Node& n) {
+  const UpdateOp* u = update_op(n.op->name);
+  if (!u || u->mp || u->kernel != "_minpy_multi_nag_mom_update") return false;
+  const size_t nw = update_weights(*u, n);
+  for (size_t k = 0; k < nw && k < n.targets.size(); ++k) {
+    const size_t w = k * static_cast<size_t>(u->stride);
+    if (n.targets[k] && w < n.in.size() && t.values[n.in[w]].home == n.targets[k]) return true;
+  }
+  return false;
+}
+
 bool build_update_unit(const Trace& t, const std::vector<int>& members, const std::vector<char>& used_outside,
                        const std::vector<int>& written_into, UpdateUnit* unit) {
   const Node& first = t.nodes[members[0]];

@@ -57,6 +57,13 @@ size_t update_weights(const UpdateOp& u, const Node& n);
 // node cannot be grouped).
 std::string update_group_key(const Trace& t, const Node& n);
 
+// MXNet's NAGMomKernel reads the weight again after storing the new one, so a call given
+// out= its weight's own array (the usual form) computes the momentum from the new weight.
+// True when node n is such a call (for any of its weights): only our kernel updating the
+// weights in place, or an eager run, gives that result; MXNet's op in a graph writes a new
+// array and reads the old weight.
+bool reads_back_new_weight(const Trace& t, const Node& n);
+
 // The kernel call standing for `members` (trace nodes with one group key, in trace order).
 // `in_place`: set when every new weight only goes back into its own (external) weight
 // array, which the kernel then updates in place. False if it cannot be built.
