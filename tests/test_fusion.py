@@ -375,7 +375,7 @@ def test_printout_names_the_fused_ops():
     run_jit(fn, arr(rand(3, 3)))
     ir = minpy_jit.last_graph()
     assert "_minpy_fused_elemwise" in ir and "3 ops: " in ir and "sigmoid, _mul_scalar" in ir
-    assert "program: ld 0;" in ir and ";sigmoid " in ir
+    assert "program: ld 0;" in ir and ";sigmoid_f32 " in ir
 
 
 def test_escaping_pre_split_value_leaves_the_group_unfused():

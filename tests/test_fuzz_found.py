@@ -315,3 +315,28 @@ def test_nag_mom_update_into_its_own_weight(fuse, made_in_trace):
     assert_same(*r, rtol=0)
     if fuse and not made_in_trace:
         assert r.stats["fused_kernels"] >= 1 and r.stats["eager_replays"] == 0
+
+
+def test_sigmoid_then_batchnorm_gradient_and_adam():
+    # seeds 8511, 5437: BatchNorm's beta gradient of (y*y).mean() is a cancelling sum (0 up to
+    # rounding), Adam divides it by sqrt(v): so a sigmoid 1 ulp away from eager's gave another
+    # weight (0.000185 eager vs 0.0). The sigmoid operator is fused as MXNet's float formula.
+    from mxnet import gluon
+
+    def prog(x):
+        mx.random.seed(3)
+        net = gluon.nn.BatchNorm(in_channels=4)
+        net.initialize(mx.init.Uniform(0.5))
+        net(nd.zeros((5, 4)))
+        trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
+        h = nd.sigmoid(x)
+        with autograd.record():
+            y = net(h)
+            loss = (y * y).mean()
+        loss.backward()
+        trainer.step(5)
+        return h, loss, [p.data() for p in net.collect_params().values()]
+    x = nd.array(np.random.RandomState(8511).uniform(-2.0, 2.0, (5, 4)))
+    r = run_both(prog, x)
+    assert r.stats["fused_kernels"] >= 1
+    assert_same(*r)

@@ -119,12 +119,22 @@ def _ref_sigmoid(x):
         return 1.0 / (1.0 + np.exp(-x))
 
 
+def _ref_sigmoid_f32(x):
+    # MXNet's sigmoid operator, 1.0f / (1.0f + expf(-x)), which sigmoid_f32 follows: expf
+    # overflows to inf past -x = 88.72, so eager's sigmoid is 0 there, not the denormal truth.
+    with np.errstate(over="ignore"):
+        e = np.exp(-x)
+        e[np.isinf(e.astype(F32))] = np.inf
+        return 1.0 / (1.0 + e)
+
+
 TRANSCENDENTAL = {
     # name: (float64 reference, eager MXNet op)
     "exp": (np.exp, mx.nd.exp),
     "log": (np.log, mx.nd.log),
     "tanh": (np.tanh, mx.nd.tanh),
-    "sigmoid": (_ref_sigmoid, mx.nd.sigmoid),
+    "sigmoid": (_ref_sigmoid, mx.nd.sigmoid),          # Activation(act_type='sigmoid')
+    "sigmoid_f32": (_ref_sigmoid_f32, mx.nd.sigmoid),  # the sigmoid operator
     # Activation(softrelu) runs oneDNN's eltwise kernel in this wheel, which is off by
     # far more than 2 ulp (e.g. -1.9e-06 at x=-20); MXNet's own functor
     # (mshadow_op::softrelu: x > 20 ? x : log1pf(expf(x))) is emulated in float32 instead.
@@ -147,6 +157,10 @@ def _random_floats(n, seed):
     return np.concatenate([anywhere, typical])
 
 
+# sigmoid_f32 rounds three times as MXNet's float formula does (expf, +, /): up to 3 ulp.
+ULP_BOUND = {"sigmoid_f32": 3.0}
+
+
 @pytest.mark.parametrize("name", sorted(TRANSCENDENTAL))
 def test_transcendental_within_2_ulp(name):
     ref_fn, _ = TRANSCENDENTAL[name]
@@ -157,8 +171,22 @@ def test_transcendental_within_2_ulp(name):
         ref = ref_fn(x.astype(np.float64))
     err = ulp_error(got, ref)
     worst = int(np.argmax(err))
-    assert err[worst] <= 2.0, "%s(%r) = %r, reference %r: %.2f ulp" % (
+    assert err[worst] <= ULP_BOUND.get(name, 2.0), "%s(%r) = %r, reference %r: %.2f ulp" % (
         name, x[worst], got[worst], ref[worst], err[worst])
+
+
+def test_sigmoid_operator_equals_eager_bits():
+    # Fuzz seeds 5437, 8511: a sigmoid rounded once differed from eager's nd.sigmoid by 1-2 ulp
+    # in about a third of typical inputs, and BatchNorm's cancelling gradient, scaled by Adam,
+    # made that a different weight. sigmoid_f32 repeats MXNet's float formula on our exp:
+    # it differs only where our exp differs from libm's expf (0.014% of these inputs; the
+    # sigmoid rounded once: 16.7%).
+    x = _random_floats(2_000_000, seed=5437)
+    x = x[~np.isnan(x)]
+    got = fused([nd(x)], "ld 0;sigmoid_f32 0", "1").asnumpy()
+    want = mx.nd.sigmoid(nd(x)).asnumpy()
+    differ = got.view(np.uint32) != want.view(np.uint32)
+    assert differ.mean() <= 1e-3, "%d of %d differ from eager's bits" % (differ.sum(), differ.size)
 
 
 @pytest.mark.parametrize("name", sorted(TRANSCENDENTAL))

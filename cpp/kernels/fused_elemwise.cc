@@ -62,7 +62,7 @@ struct Program {
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
 
 bool heavy(OpCode op) {
-  return op == kSigmoid || op == kTanh || op == kExp || op == kLog || op == kSoftrelu;
+  return op == kSigmoid || op == kSigmoidF32 || op == kTanh || op == kExp || op == kLog || op == kSoftrelu;
 }
 
 int parse_reg(const std::string& tok, int limit, const std::string& ins) {
@@ -244,6 +244,7 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n) {
     // the standalone relu operator (mx.nd.relu): NaN stays NaN
     case kReluNan: unary(d, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }); break;
     case kSigmoid: unary(d, a, n, [](float x) { return vm::sigmoid_f(x); }); break;
+    case kSigmoidF32: unary(d, a, n, [](float x) { return vm::sigmoid_f32(x); }); break;
     case kTanh: unary(d, a, n, [](float x) { return vm::tanh_f(x); }); break;
     case kExp: unary(d, a, n, [](float x) { return vm::exp_f(x); }); break;
     case kLog: unary(d, a, n, [](float x) { return vm::log_f(x); }); break;

@@ -89,7 +89,8 @@ class GradBuilder {
         case kAbs: to(a, op2(kMul, g, op1(kSign, x))); break;                    // sign(x), NaN -> 0
         case kRelu: to(a, op2(kMul, g, op1(kStep, x))); break;                   // Activation relu
         case kReluNan: to(a, op2(kMul, g, op1(kStepNan, x))); break;             // relu: NaN stays NaN
-        case kSigmoid: to(a, op2(kMul, g, op2(kMul, y, op2(kSub, cst(1.0f), y)))); break;  // y*(1-y)
+        case kSigmoid:
+        case kSigmoidF32: to(a, op2(kMul, g, op2(kMul, y, op2(kSub, cst(1.0f), y)))); break;  // y*(1-y)
         case kTanh: to(a, op2(kMul, g, op2(kSub, cst(1.0f), op2(kMul, y, y)))); break;      // 1-y*y
         case kExp: to(a, op2(kMul, g, y)); break;                                // _mul(ograd, y)
         case kLog: to(a, op2(kMul, g, op1(kRecip, x))); break;                   // 1/x

@@ -14,7 +14,7 @@ enum OpCode : int {
   kLd, kConst,
   // unary
   kNeg, kAbs, kRelu, kReluNan, kSigmoid, kTanh, kExp, kLog, kSqrt, kRsqrt, kSquare, kRecip,
-  kSoftrelu, kSoftsign,
+  kSoftrelu, kSoftsign, kSigmoidF32,
   // binary
   kAdd, kSub, kMul, kDiv, kMax, kMin,
   kClip,
@@ -28,7 +28,7 @@ inline const OpName kOps[] = {
   {"neg", kNeg, 1}, {"abs", kAbs, 1}, {"relu", kRelu, 1}, {"relu_nan", kReluNan, 1},
   {"sigmoid", kSigmoid, 1}, {"tanh", kTanh, 1}, {"exp", kExp, 1}, {"log", kLog, 1},
   {"sqrt", kSqrt, 1}, {"rsqrt", kRsqrt, 1}, {"square", kSquare, 1}, {"recip", kRecip, 1},
-  {"softrelu", kSoftrelu, 1}, {"softsign", kSoftsign, 1},
+  {"softrelu", kSoftrelu, 1}, {"softsign", kSoftsign, 1}, {"sigmoid_f32", kSigmoidF32, 1},
   {"add", kAdd, 2}, {"sub", kSub, 2}, {"mul", kMul, 2}, {"div", kDiv, 2},
   {"max", kMax, 2}, {"min", kMin, 2},
   {"sign", kSign, 1}, {"step", kStep, 1}, {"step_nan", kStepNan, 1},

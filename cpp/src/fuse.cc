@@ -26,7 +26,7 @@ struct Rule {
 
 const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> m = {
-      {"relu", {kUnary, "relu_nan"}}, {"sigmoid", {kUnary, "sigmoid"}}, {"tanh", {kUnary, "tanh"}},
+      {"relu", {kUnary, "relu_nan"}}, {"sigmoid", {kUnary, "sigmoid_f32"}}, {"tanh", {kUnary, "tanh"}},
       {"exp", {kUnary, "exp"}}, {"log", {kUnary, "log"}}, {"sqrt", {kUnary, "sqrt"}},
       {"rsqrt", {kUnary, "rsqrt"}}, {"square", {kUnary, "square"}}, {"abs", {kUnary, "abs"}},
       {"negative", {kUnary, "neg"}}, {"reciprocal", {kUnary, "recip"}}, {"softsign", {kUnary, "softsign"}},
@@ -90,7 +90,7 @@ int axis_of(const Node& n, const char* dflt, int ndim) {
 }
 
 bool transcendental(const std::string& instr) {
-  return instr == "sigmoid" || instr == "tanh" || instr == "exp" || instr == "log" || instr == "softrelu";
+  return instr == "sigmoid" || instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "log" || instr == "softrelu";
 }
 
 // A node our kernel would compute inexactly: tanh, sigmoid, exp, log, softrelu (ours are
