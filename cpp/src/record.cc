@@ -317,6 +317,16 @@ GraphCheck graph_check(const Trace& t, PyObject* ndargs, PyObject* out) {
   return c;
 }
 
+// Whether an out= array of the call holds a result of the pending recorded trace.
+bool writes_pending_result(const Trace& t, PyObject* out) {
+  if (!t.recording) return false;
+  for (PyObject* o : out_arrays(out)) {
+    auto it = t.slots.find(handle_of(o));
+    if (it != t.slots.end() && t.values[it->second.value].node >= 0) return true;
+  }
+  return false;
+}
+
 void mark_in_graph(Trace& t, PyObject* ndargs, PyObject* out) {
   std::vector<NDArrayHandle> ins, targets;
   call_arrays(ndargs, out, &ins, &targets);
@@ -451,7 +461,14 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   bool graph_op = rec;  // joins the autograd graph: the segment runs as a recorded graph
   if (rec && autograd_peek_works()) {
     const GraphCheck c = graph_check(t, args[1].ptr(), args[4].ptr());
-    if (c.refused) return fallback(args, op, c.refused);
+    if (c.refused) {
+      // MXNet runs the write and refuses only to record it; eager's recorded ops that keep that
+      // array for their backward (a sigmoid keeps its output) then read the new data. A pending
+      // result written so runs its trace op by op first, each op recorded by MXNet as eagerly.
+      if (writes_pending_result(t, args[4].ptr()))
+        flush_thread(ts, "eager op " + op.name + " writes a pending recorded result", user_site(), true);
+      return fallback(args, op, c.refused);
+    }
     graph_op = c.joins;
   }
   if (graph_op && R->nondiff.count(op.name))  // eager records it: a backward through it fails as eager's does
