@@ -94,6 +94,29 @@ std::vector<Entry> unread_outputs(SymbolHandle f, const std::string& ours, const
   return unread;
 }
 
+// The node list without its control dependencies, which go to `ctrl` (per node, in order).
+std::string without_control_deps(const std::string& nodes, int num_nodes, std::vector<std::vector<int>>* ctrl) {
+  ctrl->assign(num_nodes, {});
+  JValue parsed;
+  try {
+    parsed = parse_json("[" + nodes + "]");
+  } catch (const std::exception& e) {
+    throw MXError(e.what());
+  }
+  if (parsed.arr.size() != static_cast<size_t>(num_nodes)) throw MXError("graph nodes miscounted");
+  for (int i = 0; i < num_nodes; ++i)
+    if (const JValue* c = parsed.arr[i].get("control_deps"))
+      for (const JValue& d : c->arr) (*ctrl)[i].push_back(d.as_int());
+  // Inside a JSON string a quote is escaped, so this key is found only where it is a key.
+  const std::string key = ",\"control_deps\":[";
+  std::string out;
+  size_t from = 0;
+  for (size_t at; (at = nodes.find(key, from)) != std::string::npos; from = nodes.find(']', at + key.size()) + 1)
+    out.append(nodes, from, at - from);
+  out.append(nodes, from, std::string::npos);
+  return out;
+}
+
 }  // namespace
 
 GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const std::vector<Entry>& ograds,
@@ -103,7 +126,13 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
   // the entry (node, k) is head row_ptr[node] + k.
   const int n_old = g->next;
   const int n_heads = g->row_ptr.back();
-  std::string js = "{\"nodes\":[" + g->nodes + "],\"arg_nodes\":[";
+  // The pass follows control dependencies as it follows data: a node ordered before a head only
+  // by them (an earlier BatchNorm sharing its running statistics, an earlier random draw) would
+  // get a backward node, which eager's autograd never runs (BatchNorm's updates the running
+  // statistics again: fuzz seed 6541). The pass sees data edges only; the order comes back below.
+  std::vector<std::vector<int>> old_ctrl;
+  const std::string data_edges = without_control_deps(g->nodes, n_old, &old_ctrl);
+  std::string js = "{\"nodes\":[" + data_edges + "],\"arg_nodes\":[";
   for (size_t i = 0; i < g->arg_nodes.size(); ++i) js += (i ? "," : "") + std::to_string(g->arg_nodes[i]);
   js += "],\"node_row_ptr\":[";
   for (size_t i = 0; i < g->row_ptr.size(); ++i) js += (i ? "," : "") + std::to_string(g->row_ptr[i]);
@@ -243,7 +272,16 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
         s += std::string(k ? ",[" : "[") + std::to_string(src.first) + "," + std::to_string(src.second) + ",0]";
       }
     s += "]";
-    if (ctrl && !ctrl->arr.empty()) {
+    if (old_of[i] >= 0 && !old_ctrl[old_of[i]].empty()) {  // ours: the order we gave it
+      const std::vector<int>& deps = old_ctrl[old_of[i]];
+      s += ",\"control_deps\":[";
+      for (size_t k = 0; k < deps.size(); ++k) {
+        const int dep = out.node_map[deps[k]];
+        if (dep < 0) throw MXError("the gradient pass reordered the graph");
+        s += (k ? "," : "") + std::to_string(dep);
+      }
+      s += "]";
+    } else if (ctrl && !ctrl->arr.empty()) {
       s += ",\"control_deps\":[";
       for (size_t k = 0; k < ctrl->arr.size(); ++k) s += (k ? "," : "") + std::to_string(id_of[ctrl->arr[k].as_int()]);
       s += "]";
