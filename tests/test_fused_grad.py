@@ -309,11 +309,15 @@ def test_output_also_read_inside_the_unit():
         arrays = [arr(x) for x in xs]
         for x in arrays:
             x.attach_grad()
+        # Made before the scope: made inside, they would flush the forward before the backward,
+        # which then runs op by op (`o` does not lead to `c`: a backward from `c` alone must
+        # leave o.grad as it was, tests/test_backward_reach.py).
+        head_grads = [nd.array(gc), nd.array(gh)]
         scope = minpy_jit.jit() if use_jit else contextlib.nullcontext()
         with scope:
             with autograd.record():
                 c, h = fn(*arrays)
-            autograd.backward([c, h], [nd.array(gc), nd.array(gh)])
+            autograd.backward([c, h], head_grads)
         return [c.asnumpy(), h.asnumpy()] + [x.grad.asnumpy() for x in arrays]
     eager = run(False)
     minpy_jit.reset_stats()

@@ -163,10 +163,19 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
           cause = "backward (create_graph): eager replay";
         }
       }
+      struct Heads {  // MXNet's backward's heads, known to the flush that runs its forward
+        ThreadState& ts;
+        ~Heads() { ts.backward_heads.clear(); }
+      } heads{ts};
       if (PyTuple_GET_ITEM(self, 2) == Py_True && !in_callback(ts) && !ts.busy) {
         if (!eager && backward_in_our_graph(ts, argv, nargs))
           return PyLong_FromLong(0);  // the C API's success: the gradients are in their buffers
         ++R->stats.backward_by_mxnet;
+        long n = 0, retain = 1;
+        if (nargs == 10 && int_arg(argv[0], &n) && n > 0 && int_arg(argv[5], &retain) &&
+            !handle_array_arg(argv[1], n, &ts.backward_heads))
+          ts.backward_heads.clear();
+        ts.backward_retains = retain != 0;
       }
       if (in_callback(ts)) {
         std::vector<NDArrayHandle> handles;

@@ -337,6 +337,32 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
       ++R->stats.fallback_reasons[op + ": one array as two of its inputs (its trace ran eagerly)"];
     }
   }
+  if (!eager && t.runs_recorded()) {  // one autograd node: a backward must not run more than eager's
+    // The heads of the backward this flush runs for, if it reaches this part and frees it
+    // (no retain_graph); else what a later backward can start from: any array the program
+    // holds (not the dead results of effectful ops, kept only so that they run).
+    std::vector<OutputSpec> heads;
+    if (!ts.backward_retains)
+      for (NDArrayHandle h : ts.backward_heads) {
+        auto it = t.slots.find(h);
+        if (it != t.slots.end() && t.values[it->second.value].node >= 0) heads.push_back({it->second.value, -1, h});
+      }
+    const bool known_heads = !heads.empty();
+    if (!known_heads)
+      for (const auto& o : outputs) {
+        auto it = t.slots.find(o.handle);
+        if (it != t.slots.end() && (!it->second.ours || held_elsewhere(static_cast<PyObject*>(it->second.owner))))
+          heads.push_back(o);
+      }
+    std::string op;
+    const std::string why = backward_could_do_more(t, heads, known_heads, &op);
+    if (!why.empty()) {
+      eager = true;
+      ev.miss_reason = "ran op by op: " + op + " " + why;
+      ++R->stats.fallbacks[op];
+      ++R->stats.fallback_reasons[op + ": " + why + " (its trace ran op by op)"];
+    }
+  }
   if (!eager) {  // a failure while running must reach exactly the arrays it reaches eagerly
     std::string per_op = needs_per_op_run(t, outputs);
     if (!per_op.empty()) {

@@ -14,8 +14,11 @@
 #include "parts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <unordered_map>
+
+#include "mxapi.h"
 
 namespace minpy {
 
@@ -125,6 +128,60 @@ std::vector<Trace> independent_parts(const Trace& t) {
                                     s.in_graph};
   }
   return parts;
+}
+
+namespace {
+
+bool backward_has_effects(const Trace& t, const Node& n) {
+  const std::string& op = n.op->name;
+  if (op == "Custom") return true;
+  return t.training && (op == "BatchNorm" || op == "BatchNorm_v1" || op == "_contrib_SyncBatchNorm");
+}
+
+}  // namespace
+
+std::string backward_could_do_more(const Trace& t, const std::vector<OutputSpec>& heads, bool known_heads,
+                                  std::string* op) {
+  const size_t words = (heads.size() + 63) / 64;
+  if (words == 0) return "";
+  // reach[v]: the heads (bits, by position in `heads`) that depend on value v.
+  std::vector<uint64_t> reach(t.values.size() * words, 0), node_reach(words);
+  for (size_t k = 0; k < heads.size(); ++k) reach[heads[k].value * words + k / 64] |= uint64_t{1} << (k % 64);
+  auto falls_short = [&](const uint64_t* bits) {  // a backward would run it where eager's need not
+    bool any = false, all = true;
+    for (size_t w = 0; w < words; ++w) {
+      const size_t left = heads.size() - 64 * w;
+      any |= bits[w] != 0;
+      all &= bits[w] == (left >= 64 ? ~uint64_t{0} : (uint64_t{1} << left) - 1);
+    }
+    return known_heads ? !any : !all;
+  };
+  std::string found;
+  for (size_t i = t.nodes.size(); i-- > 0;) {
+    const Node& n = t.nodes[i];
+    std::fill(node_reach.begin(), node_reach.end(), 0);
+    for (int v : n.out)
+      for (size_t w = 0; w < words; ++w) node_reach[w] |= reach[v * words + w];
+    for (int v : n.in)
+      for (size_t w = 0; w < words; ++w) reach[v * words + w] |= node_reach[w];
+    if (backward_has_effects(t, n) && falls_short(node_reach.data())) {
+      *op = n.op->name;
+      found = "its backward has effects, and a backward's heads need not depend on it";
+    }
+  }
+  if (!found.empty() || !autograd_peek_works()) return found;
+  for (const Node& n : t.nodes)
+    for (int v : n.in) {
+      const Value& val = t.values[v];
+      if (val.node >= 0 || !val.ext || !falls_short(&reach[v * words])) continue;
+      int req = 0;
+      const AutogradRole role = autograd_role(val.ext, &req);
+      *op = n.op->name;
+      if (role == AutogradRole::kHistory) return "reads an input with recorded history a backward's heads need not depend on";
+      if (role == AutogradRole::kVariable && req != 0)
+        return "reads a variable a backward's heads need not depend on (its gradient would be written)";
+    }
+  return "";
 }
 
 }  // namespace minpy

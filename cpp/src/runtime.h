@@ -51,6 +51,10 @@ struct ThreadState {
   std::vector<std::string> sites;  // scope entry sites, innermost last
   struct Site* site = nullptr;     // the innermost site's record (stable: map nodes do not move)
   uint64_t site_hash = 0;
+  // While MXNet's backward waits for this thread's pending work (callbacks.cc): its heads, and
+  // whether it keeps the graph (retain_graph). See backward_could_do_more (parts.h).
+  std::vector<NDArrayHandle> backward_heads;
+  bool backward_retains = false;
   Trace trace;
 };
 
