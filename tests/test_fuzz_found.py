@@ -339,4 +339,54 @@ def test_sigmoid_then_batchnorm_gradient_and_adam():
     x = nd.array(np.random.RandomState(8511).uniform(-2.0, 2.0, (5, 4)))
     r = run_both(prog, x)
     assert r.stats["fused_kernels"] >= 1
+
+
+def _grad_through_held_result(x, y):
+    # seed 31963: autograd.grad of relu(x) alone, with pow(relu(x), y < 0) held beside it
+    x.attach_grad(grad_req="add")
+    with autograd.record():
+        r = nd.relu(x)
+        p = nd.broadcast_power(r, y)
+    return autograd.grad(r, [x])[0], r, p
+
+
+def _backward_from_some_results(x, y):
+    # seed 10330: backward([r, s]) with r / 0 = inf held beside them (never a head)
+    x.attach_grad()
+    y.attach_grad()
+    with autograd.record():
+        r = nd.relu(x)
+        s = nd.sigmoid((r + 2.0 + r) * 2.0)
+        q = nd.broadcast_div(y, r)
+    autograd.backward([r, s])
+    return x.grad, y.grad, r, s, q
+
+
+def _backward_from_the_last_of_several_held(x, y):
+    # seed 20015 (run with segment_ops=16): exp(exp(...)) overflows; results of earlier
+    # iterations are held when a segment is cut, and only the last one is the head
+    x.attach_grad()
+    with autograd.record():
+        r = nd.relu(x)
+        for _ in range(5):
+            out = nd.exp(nd.exp(nd.square(nd.abs(nd.sigmoid(r)) * 7.5) + 2.0))
+    out.backward()
+    return x.grad, out
+
+
+@pytest.mark.parametrize("prog", [_grad_through_held_result, _backward_from_some_results,
+                                  _backward_from_the_last_of_several_held])
+def test_backward_from_some_results_skips_the_others(prog):
+    # A recorded segment ran as one graph: a backward from some of its results ran the backward
+    # of all of it with zero head gradients for the others, and 0 * inf gave NaN in gradients
+    # eager never computes that way (eager 0 or inf, jit NaN). A held result read by later ops
+    # of the segment now ends a part (parts.cc), as it is a node boundary in eager's graph.
+    x = rand(2, 3, seed=11) * 2
+    y = -np.abs(rand(1, 3, seed=12)) - 0.5
+    previous = minpy_jit.config()["segment_ops"]
+    minpy_jit.config(segment_ops=16)
+    try:
+        r = run_both(prog, nd.array(x), nd.array(y))
+    finally:
+        minpy_jit.config(segment_ops=previous)
     assert_same(*r)

@@ -450,7 +450,14 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   // Under autograd, independent computations are separate graphs (parts.cc); a trace whose
   // backward() runs inside its graph runs without autograd (backward.h): one graph.
   std::vector<Trace> parts;
-  if (t.runs_recorded()) parts = independent_parts(t);
+  if (t.runs_recorded()) {
+    std::vector<NDArrayHandle> held(t.values.size(), nullptr);  // results the program holds
+    for (const auto& kv : t.slots) {
+      const Slot& s = kv.second;
+      if (s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value) held[s.value] = kv.first;
+    }
+    parts = independent_parts(t, held);
+  }
   if (parts.empty()) {
     run_trace(ts, t, cause, where, force_eager);
     return;

@@ -11,6 +11,13 @@
 // two computations does not join them in MXNet's graph. Nodes that must keep their order stay
 // together: those touching an array some node updates in place (BatchNorm's running
 // statistics), and random draws, whose program order the parts keep.
+//
+// A result the program still holds does not connect its producer and its readers either: the
+// readers' part takes it as an input (its array, with the producer part's history), as eager's
+// graph reads that array. Otherwise a backward from the result alone would run the readers'
+// backward too, with zero head gradients, and 0 * inf there is NaN where eager never looks
+// (fuzz seeds 31963, 10330, 20015: relu(x) held, pow(relu(x), y) with y < 0 beside it). The
+// cut is made only where every producer part comes before its readers' parts.
 #include "parts.h"
 
 #include <algorithm>
@@ -39,8 +46,9 @@ struct UnionFind {
   }
 };
 
-// Node ids of each part, parts in the order of their first node.
-std::vector<std::vector<int>> group_nodes(const Trace& t) {
+// Node ids of each part, parts in the order of their first node. `cut`: per value, whether
+// its readers need not join its producer's part.
+std::vector<std::vector<int>> group_nodes(const Trace& t, const std::vector<char>& cut) {
   const int n = static_cast<int>(t.nodes.size());
   UnionFind uf(n);
   std::unordered_map<int, int> toucher;  // external value updated in place -> a node touching it
@@ -50,7 +58,7 @@ std::vector<std::vector<int>> group_nodes(const Trace& t) {
   for (int i = 0; i < n; ++i)
     for (int v : t.nodes[i].in) {
       if (t.values[v].node >= 0) {
-        uf.unite(i, t.values[v].node);
+        if (!cut[v]) uf.unite(i, t.values[v].node);
       } else if (updated[v]) {
         auto it = toucher.emplace(v, i).first;
         uf.unite(i, it->second);
@@ -80,14 +88,30 @@ std::vector<std::vector<int>> group_nodes(const Trace& t) {
 
 }  // namespace
 
-std::vector<Trace> independent_parts(const Trace& t) {
-  std::vector<std::vector<int>> groups = group_nodes(t);
+std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held) {
+  std::vector<char> cut(t.values.size(), 0);
+  for (size_t v = 0; v < t.values.size() && v < held.size(); ++v) cut[v] = held[v] != nullptr;
+  std::vector<std::vector<int>> groups = group_nodes(t, cut);
+  std::vector<int> part_of_value(t.values.size(), -1);
+  auto assign = [&] {
+    for (size_t p = 0; p < groups.size(); ++p)
+      for (int i : groups[p])
+        for (int v : t.nodes[i].out) part_of_value[v] = static_cast<int>(p);
+  };
+  assign();
+  // Parts run in order: a held result must come from an earlier part than its readers'.
+  bool ordered = true;
+  for (size_t p = 0; p < groups.size() && ordered; ++p)
+    for (int i : groups[p])
+      for (int v : t.nodes[i].in)
+        if (t.values[v].node >= 0 && part_of_value[v] > static_cast<int>(p)) ordered = false;
+  if (!ordered) {
+    std::fill(cut.begin(), cut.end(), 0);
+    groups = group_nodes(t, cut);
+    assign();
+  }
   std::vector<Trace> parts;
   if (groups.size() <= 1) return parts;
-  std::vector<int> part_of_value(t.values.size(), -1);
-  for (size_t p = 0; p < groups.size(); ++p)
-    for (int i : groups[p])
-      for (int v : t.nodes[i].out) part_of_value[v] = static_cast<int>(p);
   parts.resize(groups.size());
   std::vector<std::unordered_map<int, int>> value_map(groups.size());  // value in t -> value in the part
   for (size_t p = 0; p < groups.size(); ++p) {
@@ -99,8 +123,9 @@ std::vector<Trace> independent_parts(const Trace& t) {
       std::vector<int> in;
       for (int v : node.in) {
         const Value& val = t.values[v];
-        in.push_back(val.node >= 0 ? vmap.at(v) : part.value_of(val.ext, &val.aval, nullptr));
-        if (val.node < 0) vmap[v] = in.back();
+        const bool from_here = val.node >= 0 && part_of_value[v] == static_cast<int>(p);
+        in.push_back(from_here ? vmap.at(v) : part.value_of(val.node >= 0 ? held[v] : val.ext, &val.aval, nullptr));
+        if (!from_here) vmap[v] = in.back();
       }
       std::vector<AVal> outs;
       for (int v : node.out) outs.push_back(t.values[v].aval);

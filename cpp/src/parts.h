@@ -10,7 +10,8 @@ namespace minpy {
 
 // The parts of a trace, in the order of their first op, or nothing if it is one part. A part's
 // slots borrow the parent's Python references: only the parent releases them.
-std::vector<Trace> independent_parts(const Trace& t);
+// `held`: per value, the array holding it for the program (a graph output), else null.
+std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held);
 
 // A part is still one autograd node: a backward whose heads depend on any of its results runs
 // the backward of every op in it, with zero gradients for the results they do not depend on.
