@@ -185,6 +185,30 @@ Kind classify(const Trace& t, const Node& n, std::string* update_key) {
   }
 }
 
+// What MXNet's backward kernel of a fusible op reads besides the output gradient (the same
+// reads as the unit's backward program, cpp/kernels/fused_grad.cc): its operands, its result,
+// or neither (sums, differences, products with a constant).
+enum class GradReads { kNothing, kOperands, kResult };
+GradReads grad_reads(const Node& n) {
+  auto it = rules().find(n.op->name);
+  if (it == rules().end()) return GradReads::kOperands;
+  const Rule& rule = it->second;
+  std::string instr = rule.instr;
+  if (n.op->name == "Activation") instr = activation_instr(attr(n, "act_type", ""));
+  switch (rule.kind) {
+    case kUnary:
+      if (instr == "sigmoid" || instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "sqrt")
+        return GradReads::kResult;
+      return instr == "neg" ? GradReads::kNothing : GradReads::kOperands;
+    case kScalar:  // x op constant: only _rdiv_scalar's derivative reads x
+      return rule.scalar_first && instr == "div" ? GradReads::kOperands : GradReads::kNothing;
+    case kBinary:
+      return instr == "mul" || instr == "div" ? GradReads::kOperands : GradReads::kNothing;
+    default:
+      return GradReads::kOperands;
+  }
+}
+
 struct Group {
   Kind kind;            // kUpdate, or kUnary for every elementwise group
   std::string key;      // update groups: op and shared hyper-parameters
@@ -477,9 +501,44 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     return true;
   };
 
+  // A recorded graph whose backward MXNet runs later: the unit's backward recomputes the
+  // values its derivatives read from the unit's inputs and outputs as they are *then*, where
+  // MXNet's backward kernels read each op's own saved arrays. The two differ when the program
+  // writes one of those arrays in place between the forward and the backward (MXNet performs
+  // `s[2:3] = 0.25` under record() before refusing it: fuzz seed 28753), for a recomputed value
+  // that depends on a result the program holds (a graph output, or one an earlier part of the
+  // segment computed). Such a group stays MXNet's ops. Reads of the unit's inputs and outputs
+  // themselves are eager's reads. Not covered: a graph input written in place before the
+  // backward (a leaf or data array; checking those would unfuse most recorded chains).
+  auto recomputes_from_reachable = [&](int g, const Group& grp) {
+    std::unordered_map<int, bool> reaches;  // member result -> depends on a reachable array
+    auto depends = [&](int v) {
+      if (escapes[v] || t.values[v].earlier_part) return true;
+      auto it = reaches.find(v);
+      return it != reaches.end() && it->second;
+    };
+    auto recomputed = [&](int v) {
+      int p = t.values[v].node;
+      return p >= 0 && group_of[p] == g && !escapes[v] && !used_outside[v];
+    };
+    for (int m : grp.members) {
+      const Node& n = t.nodes[m];
+      bool d = false;
+      for (int v : n.in) d = d || depends(v);
+      for (int v : n.out) reaches[v] = d;
+      const GradReads r = grad_reads(n);
+      const std::vector<int>& read = r == GradReads::kOperands ? n.in : n.out;
+      if (r != GradReads::kNothing)
+        for (int v : read)
+          if (recomputed(v) && reaches[v]) return true;
+    }
+    return false;
+  };
+
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& grp = groups[g];
     if (t.recording && !exact_gradient(grp)) continue;
+    if (t.runs_recorded() && grp.kind != kUpdate && recomputes_from_reachable(static_cast<int>(g), grp)) continue;
     FusedUnit u;
     if (grp.kind == kUpdate) {
       // One MXNet update alone stays MXNet's op; one of ours is a kernel call already. A NAG

@@ -83,6 +83,7 @@ struct Value {
   // The array the value was first held by (its external array, a new lazy output, an out=
   // target): where eager MXNet wrote it, which an op writing that array again may read back.
   NDArrayHandle home = nullptr;
+  bool earlier_part = false;  // an input of a part (parts.cc): a result an earlier part computed
 };
 
 struct Slot {
