@@ -14,7 +14,7 @@
 namespace minpy {
 
 bool op_can_fail(const std::string& n) {
-  // Found by tools/find_runtime_failures.py: these raise at the first read, not when called.
+  // Found by tests/stress/find_runtime_failures.py: these raise at the first read, not when called.
   static const std::unordered_set<std::string> ops = {
       // LAPACK factorisations and solvers (legacy linalg and numpy)
       "_linalg_potrf", "_linalg_potri", "_linalg_gelqf", "_linalg_syevd", "_linalg_inverse", "_linalg_det",
