@@ -140,6 +140,36 @@ def _embedding_training(steps, use_jit):
     return weights
 
 
+@pytest.mark.parametrize("data_shape, gamma_shape, axis", [((2, 3), (2, 3), 1), ((4, 2, 2, 3), (3,), -1)],
+                         ids=["gamma_larger_than_channels", "channels_last"])
+def test_batchnorm_writes_ones_only_into_one_element_per_channel(data_shape, gamma_shape, axis):
+    """MXNet writes one 1 per channel of data (found by the operator sweep, tests/test_op_sweep.py):
+    a gamma with more elements than channels keeps the rest (jit() wrote ones into all of it).
+    Such a call runs eagerly, counted; a gamma that fits its channels stays in the graph."""
+    rng = np.random.RandomState(4)
+    x0 = rng.uniform(-1, 1, data_shape).astype(np.float32)
+    g0, b0 = (rng.uniform(0.1, 0.9, gamma_shape).astype(np.float32) for _ in range(2))
+    c = data_shape[axis]
+    m0, v0 = np.zeros(gamma_shape, np.float32), np.ones(gamma_shape, np.float32)
+
+    def run(use_jit):
+        x, gamma, beta, mean, var = (nd.array(a) for a in (x0, g0, b0, m0, v0))
+        with (minpy_jit.jit() if use_jit else _no_scope()):
+            y = nd.BatchNorm(x, gamma, beta, mean, var, axis=axis) + 1
+        nd.waitall()
+        return [a.asnumpy() for a in (y, gamma)]
+
+    eager = run(False)
+    before = minpy_jit.stats()["fallbacks"]
+    jitted = run(True)
+    for e, j in zip(eager, jitted):
+        assert e.dtype == j.dtype and e.shape == j.shape
+        np.testing.assert_array_equal(e, j)
+    assert (eager[1].reshape(-1)[:c] == 1).all()
+    fell_back = minpy_jit.stats()["fallbacks"] != before
+    assert fell_back == (int(np.prod(gamma_shape)) != c), minpy_jit.stats()["fallbacks"]
+
+
 class _no_scope:
     def __enter__(self):
         return self

@@ -68,6 +68,16 @@ bool segment_due(const ThreadState& ts) {
   return ts.trace.nodes.back().content == anchor;
 }
 
+// BatchNorm's gamma has one element per channel of data (axis `axis`, default 1).
+bool gamma_matches_channels(const AVal& data, const AVal& gamma, const std::vector<Attr>& attrs) {
+  int axis = 1;
+  for (const Attr& a : attrs)
+    if (a.key == "axis") axis = std::atoi(a.val.c_str());
+  if (axis < 0) axis += data.ndim;
+  if (axis < 0 || axis >= data.ndim) return false;
+  return gamma.size() == data.dims[axis];
+}
+
 // An existing array now holds `value` (an out= target, or an input an op writes in place).
 void write_into(Trace& t, PyObject* array, int value) {
   NDArrayHandle h = handle_of(array);
@@ -584,6 +594,11 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     if (autograd_role(handle_of(in_objs[0]), &req) == AutogradRole::kVariable && req == 3 /* kAddTo */)
       return fallback(args, op, "its eager backward overwrites a grad_req='add' gradient");
   }
+
+  // MXNet writes a one per channel: a gamma with more elements than channels keeps the rest.
+  if (writes_ones_into_gamma && !gamma_matches_channels(*in_avals[0], *in_avals[1], attrs))
+    return fallback(args, op, "fix_gamma writes ones into part of gamma (more elements than channels)");
+
   // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
   if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
     NDArrayHandle h = handle_of(out);
