@@ -1,4 +1,4 @@
-"""Every MXNet operator, with inputs it accepts: the material of the op sweep in test_exactness.py.
+"""Every MXNet operator, with inputs it accepts: the material of the op sweep in test_op_sweep.py.
 
 The operators and their arguments come from MXNet's own registry (MXListAllOpNames,
 MXSymbolGetAtomicSymbolInfo). For each one, candidate inputs are tried eagerly until MXNet
@@ -11,6 +11,7 @@ Ops are called through `mxnet.ndarray.register._imperative_invoke`, the function
 generated `mx.nd` / `mx.np` wrapper calls (looked up at call time, so jit() records them).
 """
 import ctypes
+import sys
 
 import mxnet as mx
 import mxnet.ndarray.register as _register
@@ -208,43 +209,126 @@ def _candidates(op):
             yield (lambda fam=family, n=n: _generic(fam, n, op.numpy)), p
 
 
-def eager_case(op):
-    """The first candidate MXNet runs eagerly without error, as (arrays, params), or None."""
-    if op.name in NEVER_CALL or "backward" in op.name or op.name.startswith(("_sg_", "_image_")):
+def _skipped(op):
+    return op.name in NEVER_CALL or "backward" in op.name or op.name.startswith(("_sg_", "_image_", "_minpy_"))
+
+
+def accepted_candidate(op):
+    """The index of the first candidate MXNet runs eagerly without error, or None."""
+    if _skipped(op):
         return None
-    for build, params in _candidates(op):
+    for k, (build, params) in enumerate(_candidates(op)):
         try:
             arrays = build()
             mx.random.seed(7)
             outs = invoke(op, [a.copy() for a in arrays], params)
             for o in outs:
                 o.wait_to_read()
-            return arrays, params
+            return k
         except Exception:  # noqa: BLE001 - a candidate MXNet refuses: try the next one
             continue
     return None
 
 
+def _candidate_at(op, index):
+    for k, (build, params) in enumerate(_candidates(op)):
+        if k == index:
+            return build(), params
+    raise IndexError("%s has no candidate %d" % (op.name, index))
+
+
+def _mode(numpy_ops):
+    """np_shape/np_array semantics on for numpy operators (a context manager)."""
+    import contextlib
+    stack = contextlib.ExitStack()
+    if numpy_ops:
+        stack.enter_context(mx.util.np_shape(True))
+        stack.enter_context(mx.util.np_array(True))
+    return stack
+
+
+def _discover_here(numpy_ops, after=None):
+    """Print `name index` for each op, in order, as soon as it is known (read by discover())."""
+    table = op_table()
+    with _mode(numpy_ops):
+        for name, op in table.items():
+            if op.numpy != numpy_ops or (after is not None and name <= after):
+                continue
+            k = accepted_candidate(op)
+            print(name, -1 if k is None else k, flush=True)
+            try:
+                mx.nd.waitall()  # no refused candidate's error is left for the next op
+            except mx.MXNetError:
+                pass
+
+
+def _run_child(cmd, quiet_limit_s=120):
+    """The (name, index) lines a discovery child printed, and whether it finished. A child silent
+    for quiet_limit_s is killed: after heap corruption MXNet can also hang (a malloc lock)."""
+    import select
+    import subprocess
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines, finished = [], False
+    try:
+        while True:
+            ready, _, _ = select.select([child.stdout], [], [], quiet_limit_s)
+            if not ready:
+                child.kill()
+                break
+            line = child.stdout.readline()
+            if not line:
+                break
+            if line.startswith("END "):
+                finished = True
+                break
+            lines.append(line.split())
+    finally:
+        child.kill()
+        child.stdout.close()
+        child.wait(timeout=60)
+    return lines, finished
+
+
 def discover(numpy_ops):
-    """{op name: (OpDesc, arrays, params)} for every op (legacy or numpy) MXNet runs on some candidate."""
+    """{op name: (OpDesc, arrays, params)} for every op (legacy or numpy) MXNet runs on some candidate.
+
+    Candidates are tried in child processes: refused candidates are MXNet's error paths, and some
+    of them corrupt MXNet's heap (seen as aborts or segfaults at a random later point). A child
+    that dies is restarted at the op it died on; if it dies there twice, that op is left out.
+    """
+    import os
+    accepted, after, died_on = {}, None, set()
+    for _ in range(50):
+        cmd = [sys.executable, os.path.abspath(__file__), "numpy" if numpy_ops else "legacy"]
+        if after is not None:
+            cmd.append(after)
+        lines, finished = _run_child(cmd)
+        for name, k in lines:
+            if int(k) >= 0:
+                accepted[name] = int(k)
+        if finished:
+            break
+        table = op_table()
+        done = [name for name, _ in lines]
+        pending = [n for n, op in table.items() if op.numpy == numpy_ops and (after is None or n > after)
+                   and n not in done]
+        if not pending:
+            break
+        if pending[0] in died_on:
+            after = pending[0]  # died there twice: left out
+        else:
+            died_on.add(pending[0])
+            after = done[-1] if done else after
     found = {}
     table = op_table()
-    shape = mx.util.np_shape(True) if numpy_ops else None
-    ctx = mx.util.np_array(True) if numpy_ops else None
-    if numpy_ops:
-        shape.__enter__(), ctx.__enter__()
-    try:
-        for name, op in table.items():
-            if op.numpy != numpy_ops:
-                continue
-            case = eager_case(op)
-            if case is not None:
-                found[name] = (op,) + case
-    finally:
-        if numpy_ops:
-            ctx.__exit__(None, None, None), shape.__exit__(None, None, None)
-        try:
-            mx.nd.waitall()  # no refused candidate's error is left for a later waitall
-        except mx.MXNetError:
-            pass
+    with _mode(numpy_ops):
+        for name, k in accepted.items():
+            found[name] = (table[name],) + _candidate_at(table[name], k)
     return found
+
+
+if __name__ == "__main__":
+    _discover_here(sys.argv[1] == "numpy", sys.argv[2] if len(sys.argv) > 2 else None)
+    print("END", "0", flush=True)
+    import os
+    os._exit(0)  # skips MXNet's exit-time destructors, which a corrupted heap can hang
