@@ -390,3 +390,25 @@ def test_backward_from_some_results_skips_the_others(prog):
     finally:
         minpy_jit.config(segment_ops=previous)
     assert_same(*r)
+
+
+def test_held_result_on_the_path_of_the_backward_keeps_one_graph():
+    # The cut above is not needed when the backward MXNet runs right away names its heads and
+    # every op leads to one: then it visits them all with real gradients (W3's NDArray step
+    # with backward_in_graph=False: h held, the loss read from it; one graph, not two).
+    def prog(x, w):
+        x.attach_grad()
+        with autograd.record():
+            h = nd.relu(nd.dot(x, w))
+            loss = nd.mean(-nd.log_softmax(h))
+        loss.backward()
+        return x.grad, h, loss
+
+    previous = minpy_jit.config()["backward_in_graph"]
+    minpy_jit.config(backward_in_graph=False)
+    try:
+        r = run_both(prog, nd.array(rand(4, 3, seed=1)), nd.array(rand(3, 5, seed=2)))
+    finally:
+        minpy_jit.config(backward_in_graph=previous)
+    assert_same(*r)
+    assert r.stats["independent_parts"] == 0 and r.stats["backward_by_mxnet"] == 1, r.stats

@@ -451,11 +451,33 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   // backward() runs inside its graph runs without autograd (backward.h): one graph.
   std::vector<Trace> parts;
   if (t.runs_recorded()) {
-    std::vector<NDArrayHandle> held(t.values.size(), nullptr);  // results the program holds
-    for (const auto& kv : t.slots) {
-      const Slot& s = kv.second;
-      if (s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value) held[s.value] = kv.first;
+    // The backward MXNet is about to run (without retain_graph) names its heads: if every op
+    // of the segment leads to one of them, that backward visits all of them with real
+    // gradients, and no held result needs to end a part (parts.cc).
+    bool all_lead_to_heads = !ts.backward_retains && !ts.backward_heads.empty();
+    if (all_lead_to_heads) {
+      std::vector<char> needed(t.values.size(), 0);
+      for (NDArrayHandle h : ts.backward_heads) {
+        auto it = t.slots.find(h);
+        if (it != t.slots.end()) needed[it->second.value] = 1;
+      }
+      for (size_t i = t.nodes.size(); i-- > 0;) {
+        const Node& n = t.nodes[i];
+        bool leads = false;
+        for (int v : n.out) leads = leads || needed[v];
+        if (leads) {
+          for (int v : n.in) needed[v] = 1;
+        } else {
+          all_lead_to_heads = false;
+        }
+      }
     }
+    std::vector<NDArrayHandle> held(t.values.size(), nullptr);  // results the program holds
+    if (!all_lead_to_heads)
+      for (const auto& kv : t.slots) {
+        const Slot& s = kv.second;
+        if (s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value) held[s.value] = kv.first;
+      }
     parts = independent_parts(t, held);
   }
   if (parts.empty()) {
