@@ -412,3 +412,35 @@ def test_held_result_on_the_path_of_the_backward_keeps_one_graph():
         minpy_jit.config(backward_in_graph=previous)
     assert_same(*r)
     assert r.stats["independent_parts"] == 0 and r.stats["backward_by_mxnet"] == 1, r.stats
+
+
+@pytest.mark.parametrize("weight", ["external", "made_in_the_trace"])
+@pytest.mark.parametrize("lrs", [(0.1, 0.1), (0.25, 0.5)], ids=["same_lr", "lr_changes"])
+def test_two_momentum_updates_of_one_state_in_one_graph(weight, lrs):
+    """Fuzz seeds 179, 544, 3432, 40111 hung. Two of our multi-tensor updates mutating one
+    momentum array in one graph made the engine op that first puts arrays back into the default
+    layout list that array twice: an engine op that lists a variable twice waits for itself.
+    The program runs in a daemon thread, so that a hang fails the test instead of the run."""
+    import threading
+
+    def prog(w, g, m):
+        for lr in lrs:
+            target = w * w if weight == "made_in_the_trace" else w
+            nd.multi_sgd_mom_update(target, g, m, out=[target], lrs=(lr,), wds=(0.0,), momentum=0.9,
+                                    num_weights=1)
+        return target, m
+
+    result = {}
+
+    def run():
+        both = run_both(prog, nd.array([0.5, -1.0]), nd.array([0.1, 0.3]), nd.array([0.25, 0.0]))
+        for a in both[1]:
+            a.wait_to_read()  # the hang was here
+        result["both"] = both
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "the jitted program hung"
+    eager, jitted = result["both"]
+    assert_same(eager, jitted, rtol=0, atol=0)

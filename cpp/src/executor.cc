@@ -182,14 +182,24 @@ void free_default_layout(void* param) { delete static_cast<DefaultLayout*>(param
 
 void push_default_layout(const std::vector<NDArrayHandle>& arrays) {
   if (arrays.empty() || !chunk_reorder()) return;
+  // One engine variable per chunk, and each only once: an op that lists a variable twice waits
+  // for itself forever (MXNet checks only in debug builds). A graph whose two updates mutate
+  // one momentum array lists it twice, as does a view beside its base array.
   auto* job = new DefaultLayout;
-  for (NDArrayHandle h : arrays) job->chunks.push_back(chunk_ref(h));
+  std::vector<NDArrayHandle> mutable_arrays;
+  for (NDArrayHandle h : arrays) {
+    std::shared_ptr<const void> chunk = chunk_ref(h);
+    bool seen = false;
+    for (const auto& c : job->chunks) seen = seen || (chunk && c.get() == chunk.get());
+    if (seen) continue;
+    job->chunks.push_back(std::move(chunk));
+    mutable_arrays.push_back(h);
+  }
   int dev_type = 1, dev_id = 0;
   MXNDArrayGetContext(arrays[0], &dev_type, &dev_id);
   const struct {
     int dev_type, dev_id;  // mxnet::Context
   } ctx{dev_type, dev_id};
-  std::vector<NDArrayHandle> mutable_arrays(arrays);
   if (MXEnginePushSyncND(to_default_layout, job, free_default_layout, const_cast<void*>(static_cast<const void*>(&ctx)),
                          nullptr, 0, mutable_arrays.data(), static_cast<int>(mutable_arrays.size()), nullptr, 0,
                          "minpy_default_layout") != 0)
