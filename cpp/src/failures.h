@@ -33,6 +33,12 @@ bool op_can_fail(const std::string& name);
 // reduction axes"; eager: the first read raises). Decided per call from the shape and `reps`.
 bool tile_can_fail(const AVal& input, const std::vector<Attr>& attrs);
 
+// Whether this call of `op_name` may fail at run time on these inputs: tile over too many axes
+// (above), and sort/argsort of float16 on CPU ("This operation does not support float16",
+// raised by the kernel, so eager's first read raises).
+bool call_can_fail(const std::string& op_name, const std::vector<const AVal*>& inputs,
+                   const std::vector<Attr>& attrs);
+
 // The twin of an op that is recorded when this call may fail at run time: the same MXNet
 // operator with `can_fail` set (one per op, made on first use).
 OpInfo& failing_twin(const OpInfo& op);

@@ -633,7 +633,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
   if (op.no_symbolic_form && !ours) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
-  if (!ours && op.name == "tile" && nin == 1 && tile_can_fail(*in_avals[0], attrs)) {
+  if (!ours && call_can_fail(op.name, in_avals, attrs)) {
     if (errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
     ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
   }
