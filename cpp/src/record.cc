@@ -70,9 +70,7 @@ bool segment_due(const ThreadState& ts) {
 
 // BatchNorm's gamma has one element per channel of data (axis `axis`, default 1).
 bool gamma_matches_channels(const AVal& data, const AVal& gamma, const std::vector<Attr>& attrs) {
-  int axis = 1;
-  for (const Attr& a : attrs)
-    if (a.key == "axis") axis = std::atoi(a.val.c_str());
+  int axis = std::atoi(attr_value(attrs, "axis", "1").c_str());
   if (axis < 0) axis += data.ndim;
   if (axis < 0 || axis >= data.ndim) return false;
   return gamma.size() == data.dims[axis];
