@@ -29,7 +29,7 @@ namespace minpy {
 bool op_can_fail(const std::string& name);
 
 // tile broadcasts over two axes per input axis. MXNet's broadcast kernel takes at most 5 axes
-// once neighbours of the same kind are merged, and beyond that fails while it runs ("Too many
+// once it has merged neighbouring axes (BroadcastReduceShapeCompact), and beyond that fails while it runs ("Too many
 // reduction axes"; eager: the first read raises). Decided per call from the shape and `reps`.
 bool tile_can_fail(const AVal& input, const std::vector<Attr>& attrs);
 
