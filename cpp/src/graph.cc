@@ -129,6 +129,22 @@ std::vector<int> unit_order(const Trace& t, const std::vector<char>& live, const
   return order;
 }
 
+// The operator a trace node runs as in the graph: its own, except elemwise_add in a graph
+// run under autograd (MXNet runs its backward later), which runs as broadcast_add of the
+// same shapes (the same sums, and the same gradients: a reduction over no axis copies). A
+// static CachedOp's backward fails inside MXNet when an elemwise_add there reads an input
+// with recorded history ("storage_type_num_unknown_nodes", storage fallback of a _copy;
+// fuzz seed 424555, and a plain HybridBlock hybridized with static_alloc=True, without jit(),
+// fails alike); broadcast_add's backward does not.
+const char* graph_op_name(const Trace& t, const Node& n) {
+  const std::string& op = n.op->name;
+  if (!t.runs_recorded() || n.out.size() != 1) return op.c_str();
+  if (op != "elemwise_add" && op != "_add" && op != "_plus" && op != "_Plus") return op.c_str();
+  for (int v : n.in)
+    if (t.values[v].aval != t.values[n.out[0]].aval) return op.c_str();
+  return "broadcast_add";
+}
+
 }  // namespace
 
 LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
@@ -284,7 +300,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       }
     }
     const std::string name = name_of(u);
-    begin_node(fused ? fu->op.c_str() : node->op->name.c_str(), name);
+    begin_node(fused ? fu->op.c_str() : graph_op_name(t, *node), name);
     nodes += ",\"attrs\":{";
     for (size_t a = 0; a < attrs.size(); ++a) {
       if (a) nodes += ',';
