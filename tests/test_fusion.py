@@ -486,37 +486,58 @@ def test_very_long_chain_is_split_into_bounded_kernels(whole_traces):
     assert res.stats["fused_ops"] == 3000 and res.stats["fused_kernels"] == 6  # ceil(3000 / 512)
 
 
-INEXACT = {
+TRANSCENDENTAL_OPS = {
     "tanh": nd.tanh, "sigmoid": nd.sigmoid, "exp": nd.exp, "log": nd.log,
     "Activation tanh": lambda v: nd.Activation(v, act_type="tanh"),
+    "Activation sigmoid": lambda v: nd.Activation(v, act_type="sigmoid"),
     "Activation softrelu": lambda v: nd.Activation(v, act_type="softrelu"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(INEXACT))
-def test_inexact_value_feeding_a_step_is_mxnets(name):
-    """Fuzz seed 29713: our tanh is within an ulp of MXNet's, not equal to it, and
-    `broadcast_greater(x, tanh(x))` turned that last bit into 0 vs 1. Such a value (here
-    compared with MXNet's own result, rounded at 2^-24, and through a fused product)
-    stays MXNet's op; the arithmetic after it still fuses."""
-    f = INEXACT[name]
+@pytest.mark.parametrize("name", sorted(TRANSCENDENTAL_OPS))
+def test_transcendental_value_feeding_a_step_is_eagers(name):
+    """Fuzz seed 29713: `broadcast_greater(x, tanh(x))` turned a last-bit difference of our
+    tanh into 0 vs 1. The operators' tanh/exp/log/sigmoid now give libm's bits when fused,
+    and Activation's (oneDNN in MXNet's wheel) stay MXNet's op: compared with MXNet's own
+    result, rounded at 2^-24 and through a fused product, everything agrees bit for bit."""
+    f = TRANSCENDENTAL_OPS[name]
     x = arr(np.random.RandomState(7).uniform(0.05, 3.0, (64, 33)).astype(np.float32))
     reference = f(x)  # MXNet's kernel, eagerly
 
     def fn(x, reference):
         y = f(x)
         return (nd.broadcast_equal(y, reference), y == reference, nd.round(y * 2.0 ** 24),
-                nd.sign(y * 3 - reference * 3), nd.argmax(y - reference, axis=1))
+                nd.sign(y * 3 - reference * 3), nd.argmax(y - reference, axis=1), y * 1.5 + 0.25)
 
     res = run_both(fn, x, reference)
     assert_same(res.eager, res.jitted, rtol=0)
     assert res.eager[0].asnumpy().all()  # eager compares MXNet's value with itself
 
 
-def test_inexact_value_not_feeding_a_step_still_fuses():
+@pytest.mark.parametrize("act", ["tanh", "sigmoid", "softrelu"])
+def test_gluon_dense_activation_is_eagers_bits(act):
+    """Fuzz seeds 302938, 302195 and 22 more: Dense(activation='sigmoid') then a float64 cast
+    or LayerNorm showed our last bit, not oneDNN's. Activation's transcendental forms are
+    not fused: the result and the input gradient equal eager's bit for bit."""
+    net = gluon.nn.Dense(5, in_units=12, activation=act)
+    net.initialize(mx.init.Uniform(0.5))
+    x = arr(np.random.RandomState(3).uniform(-2, 2, (4, 12)).astype(np.float32))
+
+    def fn(x):
+        x.attach_grad()
+        with autograd.record():
+            y = net(x) * 2.0
+        y.backward()
+        return y.astype("float64"), x.grad
+
+    res = run_both(fn, x)
+    assert_same(res.eager, res.jitted, rtol=0)
+
+
+def test_transcendental_value_feeding_a_step_fuses():
     def fn(x):
         y = nd.tanh(x) * 2
-        return y, nd.relu(y) > 0.5  # the comparison reads y: tanh is MXNet's, the product ours
+        return y, nd.relu(y) > 0.5  # the comparison reads y, whose bits are eager's: all fuse
 
     res = run_both(fn, arr(rand(16, 16)))
     assert_same(res.eager, res.jitted, rtol=0)

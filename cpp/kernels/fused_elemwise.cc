@@ -32,6 +32,7 @@
 
 #include "attrs.h"
 #include "fused_ssa.h"
+#include "libm_check.h"
 #include "vmath.h"
 
 using namespace mxnet::ext;
@@ -232,7 +233,21 @@ KI void gather(float* __restrict d, const float* __restrict s, int64_t stride, i
 }
 
 // Semantics follow MXNet 1.9.1's float32 functors (src/operator/mshadow_op.h).
-KI void run_instr(const Instr& in, float* const* buf, int64_t n) {
+// tanh, exp and sigmoid equal eager's libm results (vmath.h's reproductions where they
+// match this machine's libm, libm itself otherwise); log calls libm's logf, whose table-driven
+// algorithm is not reproduced here.
+// post(expf(sign * x)) per element, with the exp form this machine's libm needs.
+template <class Post>
+KI void exp_of(float* __restrict d, const float* __restrict a, int64_t n, const LibmForms& libm,
+               const uint64_t* table, float sign, Post post) {
+  switch (libm.exp) {
+    case ExpForm::kFused: unary(d, a, n, [=](float x) { return post(vm::expf_glibc<true>(sign * x, table)); }); break;
+    case ExpForm::kUnfused: unary(d, a, n, [=](float x) { return post(vm::expf_glibc<false>(sign * x, table)); }); break;
+    case ExpForm::kLibm: unary(d, a, n, [=](float x) { return post(::expf(sign * x)); }); break;
+  }
+}
+
+KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms& libm, const uint64_t* table) {
   float* d = buf[in.dst];
   const float* a = in.a >= 0 ? buf[in.a] : nullptr;
   const float* b = in.b >= 0 ? buf[in.b] : nullptr;
@@ -244,10 +259,15 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n) {
     // the standalone relu operator (mx.nd.relu): NaN stays NaN
     case kReluNan: unary(d, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }); break;
     case kSigmoid: unary(d, a, n, [](float x) { return vm::sigmoid_f(x); }); break;
-    case kSigmoidF32: unary(d, a, n, [](float x) { return vm::sigmoid_f32(x); }); break;
-    case kTanh: unary(d, a, n, [](float x) { return vm::tanh_f(x); }); break;
-    case kExp: unary(d, a, n, [](float x) { return vm::exp_f(x); }); break;
-    case kLog: unary(d, a, n, [](float x) { return vm::log_f(x); }); break;
+    case kSigmoidF32:  // mshadow's 1.0f / (1.0f + expf(-x))
+      exp_of(d, a, n, libm, table, -1.0f, [](float e) { return 1.0f / (1.0f + e); });
+      break;
+    case kTanh:
+      if (libm.tanh_reproduced) vm::tanhf_fdlibm_loop(d, a, n);
+      else unary(d, a, n, [](float x) { return ::tanhf(x); });
+      break;
+    case kExp: exp_of(d, a, n, libm, table, 1.0f, [](float e) { return e; }); break;
+    case kLog: unary(d, a, n, [](float x) { return ::logf(x); }); break;
     case kSqrt: unary(d, a, n, [](float x) { return __builtin_sqrtf(x); }); break;
     case kRsqrt: unary(d, a, n, [](float x) { return 1.0f / __builtin_sqrtf(x); }); break;
     case kSquare: unary(d, a, n, [](float x) { return x * x; }); break;
@@ -309,6 +329,8 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 void execute_tiles(const Call& c, float* const* buf, int64_t t0, int64_t t1) {
   const Program& p = *c.p;
   const Tiling tl(p);
+  static const LibmForms& libm = libm_forms();
+  static const uint64_t* const table = vm::exp2_table().bits;
   for (const Instr& ins : p.once) {
     if (ins.op == kConst) fill(buf[ins.dst], ins.f0, kTile);
     else fill(buf[ins.dst], c.in[ins.input][p.access[ins.input].offset], kTile);
@@ -331,7 +353,7 @@ void execute_tiles(const Call& c, float* const* buf, int64_t t0, int64_t t1) {
             gather(buf[ins.dst] + i * nc, base + (r0 + i) * a.row_stride, a.col_stride, nc);
         }
       } else {
-        run_instr(ins, buf, n);
+        run_instr(ins, buf, n, libm, table);
       }
     }
     // Stores last: in-place outputs only overwrite what this tile already loaded.

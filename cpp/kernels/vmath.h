@@ -2,33 +2,30 @@
 //
 // Why: libm's expf/tanhf/log1pf are scalar calls, so a loop over them never
 // vectorizes (MXNet's non-AVX wheel spends ~16 ns per tanh element). These
-// functions are straight-line, branch-free code (selects only), so GCC
-// vectorizes loops that call them.
+// functions are straight-line, branch-free code (selects only), so loops over
+// them vectorize.
 //
-// How they stay accurate: each float input is widened to double and the work
-// is done in double precision, where a short polynomial has a relative error
-// below 1e-9; rounding that to float gives the correctly rounded result unless
-// the true value lies within ~1e-9 relative of a rounding boundary, so the
-// error stays below ~0.51 ulp (the tests check <= 2 ulp). Denormal float
-// inputs and results are ordinary doubles, so they need no special handling.
+// Two families:
+//  - The tanh, exp and sigmoid operators (instructions tanh, exp, sigmoid_f32) must give
+//    eager MXNet's bits, which are glibc's tanhf / expf: the second half of this file
+//    reproduces glibc's algorithms (checked against the running libm: libm_check.h).
+//    Measured in a stand-alone loop (g++ -O3, target avx2) over 1M floats in [-7, 7], one
+//    core of this machine kind, ns per element: tanh 3.2 (glibc's scalar tanhf 11.5; the correctly rounded tanh this file
+//    had before, 1.8, differed from eager's bits on 14% of inputs), exp 1.0.
+//  - exp_core / log_core below, in double precision, rounded once (< 0.51 ulp): the
+//    instructions sigmoid and softrelu, MXNet's Activation forms. The fuser does not emit
+//    those today (eager runs Activation through oneDNN, whose results neither libm nor these
+//    match: cpp/src/fuse.cc); they remain for programs that ask for them.
 //
-// Compared with the vector math libraries in Debian's packages, on this machine
-// kind (AVX2, one core; cpp/kernels/dev/vmath_compare.cc), max ulp against
-// float64 / ns per element:
-//   tanh:    ours 0.505 / 1.75; SLEEF 3.5 u10 1.0 / 2.2, u35 2.5 / 0.9;
-//            Highway 1.0 contrib/math 2.5 / 2.2; xsimd 8.1 1.2 / 1.0
-//   sigmoid: ours 0.501 / 1.32; 1/(1+exp(-x)) from SLEEF / xsimd exp 0.7 / 0.6 ns,
-//            but their exp overflows below x = -88 (then 0 where the answer is tiny)
-//   exp:     ours 0.501 / 1.11; SLEEF 0.92 / 0.55; Highway 0.95 / 1.4; xsimd 0.4 ns
-//            but wrong near overflow
-//   log:     ours 0.500 / 2.27; SLEEF u10 0.58 / 1.05; Highway 0.78 / 1.03; xsimd 0.75 / 0.64
-// (MXNet's own nd.tanh: 2.16 ulp.) Kept ours: on tanh, the function that matters
-// most here (W2, LSTM gates, and its derivative 1 - y^2 cancels), no library is
-// both faster and as close to correctly rounded, and a system package would
-// become part of the install. Float32 forms of tanh and sigmoid were tried (8
-// lanes; 1.0 / 1.97 ulp over all 2^32 inputs, 1.44 / 1.0 ns): results then
-// differ from eager MXNet beyond the tests' 1e-6 relative tolerance, mostly
-// through tanh's derivative, for 17-25% less time per function.
+// How exp_core / log_core stay accurate: each float input is widened to double and the work
+// is done in double precision, where a short polynomial has a relative error below 1e-9;
+// rounding that to float gives the correctly rounded result unless the true value lies
+// within ~1e-9 relative of a rounding boundary, so the error stays below ~0.51 ulp.
+// Compared with the vector math libraries in Debian's packages (cpp/kernels/dev/vmath_compare.cc,
+// max ulp against float64 / ns per element): tanh: ours 0.505 / 1.75; SLEEF 3.5 u10 1.0 / 2.2,
+// u35 2.5 / 0.9; Highway 1.0 contrib/math 2.5 / 2.2; xsimd 8.1 1.2 / 1.0. exp: ours 0.501 / 1.11;
+// SLEEF 0.92 / 0.55; Highway 0.95 / 1.4. log: ours 0.500 / 2.27; SLEEF u10 0.58 / 1.05;
+// Highway 0.78 / 1.03. None of them gives eager's bits either, which is what decides now.
 //
 // Methods (textbook, see e.g. J.-M. Muller, "Elementary Functions", ch. 11):
 //  - exp: Cody-Waite range reduction x = n*ln2 + r, |r| <= ln2/2, Taylor
@@ -38,8 +35,6 @@
 //  - log1p(t): Goldberg's trick, log1p(t) = log(u) * t / (u - 1), u = 1 + t
 //    (D. Goldberg, "What every computer scientist should know about
 //    floating-point arithmetic", 1991, Theorem 4).
-//  - tanh: odd Taylor polynomial for |x| < 1/16 (accurate near 0), else
-//    1 - 2/(e^{2|x|} + 1) with the sign restored.
 // Must be compiled WITHOUT -ffast-math (NaN/inf/signed-zero handling and the
 // round-to-integer shifter trick rely on IEEE semantics).
 #pragma once
@@ -118,51 +113,11 @@ VM_INLINE double clampd(double x, double lo, double hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
 
-VM_INLINE float exp_f(float xf) {
-  return static_cast<float>(exp_core(clampd(xf, -160.0, 160.0)));
-}
-
-VM_INLINE float log_f(float xf) {
-  double x = xf;
-  double y = log_core(x > 0.0 ? x : 1.0);  // keep the core on its domain
-  const double kInf = __builtin_inf();
-  y = (x == 0.0) ? -kInf : y;               // log(+-0) = -inf
-  y = (x < 0.0) ? __builtin_nan("") : y;    // log(x<0) = NaN
-  y = (x == kInf) ? kInf : y;
-  y = (x != x) ? x : y;                     // NaN in, NaN out
-  return static_cast<float>(y);
-}
-
-VM_INLINE float tanh_f(float xf) {
-  double x = xf;
-  double ax = __builtin_fabs(x);
-  // Small |x|: tanh x = x - x^3/3 + 2x^5/15 - 17x^7/315 + 62x^9/2835 - 1382x^11/155925
-  double x2 = x * x;
-  double x4 = x2 * x2;
-  double q = (-1.0 / 3.0 + x2 * (2.0 / 15.0)) +
-             x4 * ((-17.0 / 315.0 + x2 * (62.0 / 2835.0)) + x4 * (-1382.0 / 155925.0));
-  double small = x * (1.0 + x2 * q);  // x * (...) keeps the sign of zero
-  // Large |x|: 1 - 2/(e^{2|x|}+1); tanh(20) rounds to 1 in float, so clamp there.
-  double e = exp_core(2.0 * clampd(ax, 0.0, 20.0));
-  double big = __builtin_copysign(1.0 - 2.0 / (e + 1.0), x);
-  return static_cast<float>(ax < 0.0625 ? small : big);  // NaN takes 'big' = NaN
-}
-
 // Rounded once (Activation(act_type='sigmoid'), which runs oneDNN's kernel in MXNet's wheel:
 // closer to this than to the float formula below).
 VM_INLINE float sigmoid_f(float xf) {
   double e = exp_core(clampd(-static_cast<double>(xf), -160.0, 160.0));
   return static_cast<float>(1.0 / (1.0 + e));
-}
-
-// MXNet's sigmoid operator: its expression in float (mshadow_op::sigmoid, 1.0f / (1.0f +
-// expf(-x))) on our exp. Eager's result carries the roundings of that + and /, so this
-// equals eager's bits wherever our exp equals libm's expf (all but 0.0017% of the 2^32
-// floats), where the sigmoid rounded once differed in about a third of typical inputs (by
-// 1-2 ulp). exp_f overflows to inf and underflows to 0 where expf does.
-VM_INLINE float sigmoid_f32(float xf) {
-  const float e = exp_f(-xf);
-  return 1.0f / (1.0f + e);
 }
 
 // MXNet's softrelu: x > 20 ? x : log1p(exp(x)).
@@ -174,6 +129,174 @@ VM_INLINE float softrelu_f(float xf) {
   double l = log_core(u) * (t / (um1 == 0.0 ? 1.0 : um1));
   l = (um1 == 0.0) ? t : l;  // u rounded to 1: log1p(t) = t to double precision
   return xf > 20.0f ? xf : static_cast<float>(l);
+}
+
+// ---- glibc's own results, reproduced --------------------------------------------------
+// Eager MXNet's tanh, exp and sigmoid operators call glibc's scalar tanhf and expf (checked
+// bit for bit on 2M inputs: mshadow's float functors call ::tanhf, ::expf). The functions
+// above are closer to the true values, but "closer" is a different result: 14% of tanh
+// inputs and 0.08% of exp inputs rounded differently from eager's. These reproduce the
+// algorithms of glibc 2.36 (Debian 12) operation for operation, as straight-line code that
+// vectorizes, and equal its results on all 2^32 float inputs (checked exhaustively on this
+// machine kind). Another libm may compute differently, so the library checks these against
+// the libm it is linked with when it loads (libm_check.h) and calls libm itself otherwise.
+
+// Lanes for code written once for one float and for eight (GCC's vector extension, which
+// the AVX2 clone turns into AVX instructions and the default clone into SSE pairs): the same
+// operations in the same order, so the scalar tail of a loop gives the vector body's bits.
+// (fdlibm's branches, written as selects, are too many for GCC to vectorize on its own.)
+// F8 values are passed only between always_inline functions, so GCC's note that a 32-byte
+// vector argument changes the ABI of non-AVX code does not apply (GCC reports it where a
+// template is instantiated, in the including file, so the pragma stays on to the end).
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+typedef uint32_t U8 __attribute__((vector_size(32)));
+template <class F> struct Lanes;
+template <> struct Lanes<float> {
+  using I = int32_t;
+  using U = uint32_t;
+  __attribute__((always_inline)) static U as_u(float x) { U u; std::memcpy(&u, &x, sizeof u); return u; }
+  __attribute__((always_inline)) static float as_f(U u) { float x; std::memcpy(&x, &u, sizeof x); return x; }
+  __attribute__((always_inline)) static I to_i(float x) { return static_cast<I>(x); }  // truncates, like C's (int)
+  __attribute__((always_inline)) static float to_f(I i) { return static_cast<float>(i); }
+  __attribute__((always_inline)) static U i_to_u(I i) { return static_cast<U>(i); }
+};
+template <> struct Lanes<F8> {
+  using I = I8;
+  using U = U8;
+  __attribute__((always_inline)) static U as_u(F8 x) { return (U8)x; }  // same-size vector casts keep the bits
+  __attribute__((always_inline)) static F8 as_f(U u) { return (F8)u; }
+  __attribute__((always_inline)) static I to_i(F8 x) { return __builtin_convertvector(x, I8); }
+  __attribute__((always_inline)) static F8 to_f(I i) { return __builtin_convertvector(i, F8); }
+  __attribute__((always_inline)) static U i_to_u(I i) { return (U8)i; }
+};
+
+// expm1f of the classic fdlibm float algorithm (glibc's sysdeps/ieee754/flt-32 s_expm1f):
+// reduce x = k*ln2 + r (r split hi/lo), a rational approximation of expm1 on r, then one
+// of six reconstructions chosen by k. All six are computed and one selected.
+template <class F>
+VM_INLINE F expm1f_fdlibm(F x) {
+  using L = Lanes<F>;
+  using I = typename L::I;
+  using U = typename L::U;
+  const float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f, kInvLn2 = 1.4426950216e+00f;
+  const float Q1 = -3.3333335072e-02f, Q2 = 1.5873016091e-03f, Q3 = -7.9365076090e-05f,
+              Q4 = 4.0082177293e-06f, Q5 = -2.0109921195e-07f;
+  const U bits = L::as_u(x);
+  const U hx = bits & 0x7fffffffu;
+  const auto negative = (bits >> 31) != 0u;
+  // |x| in (ln2/2, 3ln2/2): k = +-1 with the split of ln2 itself; beyond: k = round(x/ln2).
+  const auto one_step = hx < 0x3F851592u;
+  const I k_round = L::to_i(kInvLn2 * x + (negative ? F{} - 0.5f : F{} + 0.5f));
+  const F tk = L::to_f(k_round);
+  const F hi = one_step ? x - (negative ? F{} - kLn2Hi : F{} + kLn2Hi) : x - tk * kLn2Hi;
+  const F lo = one_step ? (negative ? F{} - kLn2Lo : F{} + kLn2Lo) : tk * kLn2Lo;
+  const F reduced = hi - lo;
+  const auto reduce = hx > 0x3eb17218u;  // |x| > ln2/2
+  I k = one_step ? (negative ? I{} - 1 : I{} + 1) : k_round;
+  k = reduce ? k : I{};
+  const F r = reduce ? reduced : x;
+  const F c = reduce ? (hi - reduced) - lo : F{};
+  const F hfx = 0.5f * r, hxs = r * hfx;
+  const F r1 = 1.0f + hxs * (Q1 + hxs * (Q2 + hxs * (Q3 + hxs * (Q4 + hxs * Q5))));
+  const F t = 3.0f - r1 * hfx;
+  const F e0 = hxs * ((r1 - t) / (6.0f - r * t));
+  const F e = (r * (e0 - c) - c) - hxs;
+  I kc = k < -126 ? I{} - 126 : k;
+  kc = kc > 127 ? I{} + 127 : kc;
+  const F two_k = L::as_f((L::i_to_u(kc) << 23) + 0x3f800000u);
+  const I k_small = (k > 0 && k < 23) ? k : I{} + 1;  // keeps the shifts defined in unused lanes
+  const I k_large = (k >= 23 && k <= 56) ? k : I{} + 23;
+  const F one_minus_2mk = L::as_f(0x3f800000u - ((U{} + 0x1000000u) >> L::i_to_u(k_small)));  // 1 - 2^-k
+  const F two_mk = L::as_f(L::i_to_u(0x7f - k_large) << 23);                               // 2^-k
+  const F at_k0 = r - (r * e0 - hxs);
+  const F at_km1 = 0.5f * (r - e) - 0.5f;
+  const F at_k1 = r < -0.25f ? -2.0f * (e - (r + 0.5f)) : 1.0f + 2.0f * (r - e);
+  const F far = (1.0f - (e - r)) * two_k - 1.0f;     // k <= -2 or k > 56
+  const F mid = (one_minus_2mk - (e - r)) * two_k;   // 2 <= k < 23
+  const F high = ((r - (e + two_mk)) + 1.0f) * two_k;  // 23 <= k <= 56
+  // Lowest priority first: each later select overrides the earlier ones.
+  F y = k < 23 ? mid : high;
+  y = (k <= -2 || k > 56) ? far : y;
+  y = k == 1 ? at_k1 : y;
+  y = k == -1 ? at_km1 : y;
+  y = k == 0 ? at_k0 : y;
+  return hx < 0x33000000u ? x : y;  // |x| < 2^-25: x itself
+}
+
+// tanhf of fdlibm (glibc's s_tanhf): 1 - 2/(expm1(2|x|) + 2) for |x| >= 1,
+// -t/(t + 2) with t = expm1(-2|x|) below, the sign put back; +-1 from |x| >= 22.
+template <class F>
+VM_INLINE F tanhf_fdlibm(F x) {
+  using L = Lanes<F>;
+  using U = typename L::U;
+  const U jx = L::as_u(x);
+  const U ix = jx & 0x7fffffffu;
+  const auto negative = (jx >> 31) != 0u;
+  const F ax = L::as_f(ix);
+  const auto ge1 = ix >= 0x3f800000u;
+  const F t = expm1f_fdlibm<F>(ge1 ? 2.0f * ax : -2.0f * ax);
+  F z = ge1 ? 1.0f - 2.0f / (t + 2.0f) : -t / (t + 2.0f);
+  z = ix >= 0x41b00000u ? F{} + 1.0f : z;
+  F y = negative ? -z : z;
+  y = ix < 0x24000000u ? x * (1.0f + x) : y;                     // |x| < 2^-55, and +-0
+  y = ix >= 0x7f800000u ? (negative ? F{} - 1.0f : F{} + 1.0f) : y;  // +-inf
+  y = ix > 0x7f800000u ? x + x : y;                                // NaN
+  return y;
+}
+
+// d[j] = tanhf(a[j]) eight at a time, then the tail one by one. Everything here is
+// always_inline: an F8 must never cross a call between code built for different ISAs.
+VM_INLINE void tanhf_fdlibm_loop(float* __restrict d, const float* __restrict a, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    F8 x;
+    std::memcpy(&x, a + j, sizeof x);
+    const F8 y = tanhf_fdlibm<F8>(x);
+    std::memcpy(d + j, &y, sizeof y);
+  }
+  for (; j < n; ++j) d[j] = tanhf_fdlibm<float>(a[j]);
+}
+
+// expf of glibc 2.27+ (from Arm's optimized-routines): x/ln2 = (k + r)/32 with a 32-entry
+// table of 2^(i/32) and a cubic in r, all in double, rounded once to float. glibc runs a
+// build of it with fused multiply-adds on CPUs that have them and one without elsewhere:
+// kFused picks which (their results differ on 2 of the 2^32 inputs).
+struct Exp2Table {
+  uint64_t bits[32];  // 2^(i/32) as a double, minus i << 47 (the index's part of the exponent)
+};
+const Exp2Table& exp2_table();  // built once, in libm_check.cc
+
+template <bool kFused>
+VM_INLINE float expf_glibc(float x, const uint64_t* table) {
+  const double kInvLn2N = 0x1.71547652b82fep+0 * 32, kShift = 0x1.8p+52;
+  const double C0 = 0x1.c6af84b912394p-5 / (32.0 * 32 * 32), C1 = 0x1.ebfce50fac4f3p-3 / (32.0 * 32),
+               C2 = 0x1.62e42ff0c52d6p-1 / 32;
+  const double xd = x;
+  double kd = kFused ? __builtin_fma(kInvLn2N, xd, kShift) : kInvLn2N * xd + kShift;
+  const uint64_t ki = bits_of(kd);
+  kd -= kShift;
+  const double r = kFused ? __builtin_fma(kInvLn2N, xd, -kd) : kInvLn2N * xd - kd;
+  const double s = double_of(table[ki % 32] + (ki << 47));
+  const double r2 = r * r;
+  double z, y;
+  if (kFused) {
+    z = __builtin_fma(C0, r, C1);
+    y = __builtin_fma(C2, r, 1.0);
+    y = __builtin_fma(z, r2, y);
+  } else {
+    z = C0 * r + C1;
+    y = C2 * r + 1.0;
+    y = z * r2 + y;
+  }
+  float result = static_cast<float>(y * s);
+  // |x| >= 88 or NaN: glibc's special cases (overflow to inf, underflow to 0, NaN, -inf -> 0).
+  const float kInf = __builtin_inff();
+  result = x > 0x1.62e42ep6f ? kInf : result;
+  result = x < -0x1.9fe368p6f ? 0.0f : result;
+  result = x != x ? x + x : result;
+  return result;
 }
 
 #undef VM_INLINE

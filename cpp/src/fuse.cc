@@ -51,9 +51,12 @@ std::string attr(const Node& n, const char* key, const char* dflt) { return attr
 
 bool truthy(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
 
-// Activation's act_type -> the kernel instruction (the same names), or null if not fusible.
+// Activation's act_type -> the kernel instruction, or null if not fusible. Its sigmoid, tanh
+// and softrelu are not: MXNet's wheel runs them through oneDNN, whose approximations differ
+// from libm's (and from ours) in the last bits of a quarter to a half of all inputs, so they
+// stay MXNet's op in the graph and give eager's bits.
 const char* activation_instr(const std::string& act) {
-  for (const char* name : {"relu", "sigmoid", "tanh", "softrelu", "softsign"})
+  for (const char* name : {"relu", "softsign"})
     if (act == name) return name;
   return nullptr;
 }
@@ -91,45 +94,9 @@ int axis_of(const Node& n, const char* dflt, int ndim) {
 }
 
 bool transcendental(const std::string& instr) {
-  return instr == "sigmoid" || instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "log" || instr == "softrelu";
+  return instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "log";
 }
 
-// A node our kernel would compute inexactly: tanh, sigmoid, exp, log, softrelu (ours are
-// within a few ulp of MXNet's, not equal to them).
-bool inexact(const Node& n) {
-  if (n.op->name == "Activation") {
-    const char* act = activation_instr(attr(n, "act_type", ""));
-    return act && transcendental(act);
-  }
-  auto it = rules().find(n.op->name);
-  return it != rules().end() && transcendental(it->second.instr);
-}
-
-// Ops whose result is not a continuous function of their inputs: comparisons, rounding,
-// sign, arg-extrema, index reads, integer casts, modulo. A last-bit difference in an input
-// can change their result by a whole unit (tanh(x) > x: 0 vs 1), so what feeds them must
-// be MXNet's own value.
-bool steps(const Node& n) {
-  static const char* const kNames[] = {
-      "greater", "greater_equal", "lesser", "lesser_equal", "equal", "not_equal", "logical_and", "logical_or",
-      "logical_xor", "logical_not", "round", "rint", "ceil", "floor", "fix", "trunc", "sign", "argmax", "argmin",
-      "argmax_channel", "argsort", "topk", "mod", "rmod", "one_hot", "pick", "take", "batch_take", "Embedding",
-      "gather_nd", "where", "SequenceMask", "SequenceLast", "SequenceReverse", "boolean_mask", "histogram"};
-  std::string name = n.op->name;
-  if (name == "Cast" || name == "amp_cast") return attr(n, "dtype", "float32").find("float") == std::string::npos;
-  // one op's forms: _greater, _greater_scalar, broadcast_greater, _np_..., _contrib_...
-  for (const std::string prefix : {"_npi_", "_np_", "_contrib_", "broadcast_", "elemwise_", "_"})
-    if (name.compare(0, prefix.size(), prefix) == 0) {
-      name.erase(0, prefix.size());
-      break;
-    }
-  const std::string suffix = "_scalar";
-  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-    name.erase(name.size() - suffix.size());
-  for (const char* k : kNames)
-    if (name == k) return true;
-  return false;
-}
 
 // MXNet's clip backward kernel ignores the request and writes: a grad_req='add' variable
 // whose only reader is a clip gets its gradient overwritten eagerly, where a fused unit's
@@ -213,7 +180,7 @@ GradReads grad_reads(const Node& n) {
   if (n.op->name == "Activation") instr = activation_instr(attr(n, "act_type", ""));
   switch (rule.kind) {
     case kUnary:
-      if (instr == "sigmoid" || instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "sqrt")
+      if (instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "sqrt")
         return GradReads::kResult;
       return instr == "neg" ? GradReads::kNothing : GradReads::kOperands;
     case kScalar:  // x op constant: only _rdiv_scalar's derivative reads x
@@ -406,18 +373,6 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
   };
   std::unordered_map<std::string, int> open_update;  // hyper-parameter key -> newest update group
 
-  // Values that reach a step op (a comparison, rounding, ...) through any chain of live nodes:
-  // an inexact function computing one stays MXNet's op, so the step sees eager's bits.
-  std::vector<char> feeds_step(t.values.size(), 0);
-  for (size_t i = n_nodes; i-- > 0;) {
-    if (!live[i]) continue;
-    const Node& n = t.nodes[i];
-    bool feeds = steps(n);
-    for (int v : n.out) feeds = feeds || feeds_step[v];
-    if (feeds)
-      for (int v : n.in) feeds_step[v] = 1;
-  }
-
   for (size_t i = 0; i < n_nodes; ++i) {
     if (!live[i]) continue;
     const Node& n = t.nodes[i];
@@ -431,7 +386,6 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     }
     std::string update_key;
     Kind k = classify(t, n, &update_key);
-    if (k != kUpdate && k != kNone && inexact(n) && feeds_step[n.out[0]]) k = kNone;
     int chosen = -1;
     // Joining g is legal when no input reaches g through a node outside it.
     auto legal = [&](int g, bool allow_inside) {
