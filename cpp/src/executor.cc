@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <unordered_set>
@@ -81,6 +82,16 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     for (int v : g.ours_mutate)
       for (size_t i = 0; i < exe->input_values.size(); ++i)
         if (exe->input_values[i] == v) exe->layout_inputs.push_back(static_cast<int>(i));
+    // An input the graph also writes (x /= 2 after x = concat(...)): CachedOp resets an
+    // output's MKLDNN layout before the node writing it runs (InvalidateOutputs), so an
+    // input in MKLDNN's layout would be read as plain memory. Eager's op reads a
+    // default-layout copy. Made default-layout before the run, as for our ops.
+    for (const OutputSpec& o : outputs)
+      for (size_t i = 0; i < exe->input_values.size(); ++i)
+        if (o.target_ext >= 0 && exe->input_values[i] == o.target_ext &&
+            std::find(exe->layout_inputs.begin(), exe->layout_inputs.end(), static_cast<int>(i)) ==
+                exe->layout_inputs.end())
+          exe->layout_inputs.push_back(static_cast<int>(i));
     exe->layout_outputs = g.ours_write_outputs;
     for (int p = 0; p < g.placeholders; ++p) {
       AVal a = trace.values[outputs.at(0).value].aval;  // CachedOp wants every array on one context

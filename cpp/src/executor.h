@@ -34,8 +34,8 @@ struct Executor {
   std::vector<char> output_in_place;  // per output: written by its update kernel, not passed to MXNet
   std::vector<NDArrayHandle> placeholders;  // the (1,) outputs of in-place update kernels (ours)
   // The arrays our library ops write in place: CachedOp input positions, and output indices
-  // (of `outputs`) written into existing arrays. Made default-layout before each run: see
-  // invoke_cached_op.
+  // (of `outputs`) written into existing arrays; and the inputs the graph also writes (any
+  // op). Made default-layout before each run: see invoke_cached_op and compile.
   std::vector<int> layout_inputs, layout_outputs;
   bool recording = false, training = false;
   ~Executor();
