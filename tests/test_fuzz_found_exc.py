@@ -37,3 +37,22 @@ def test_in_place_write_of_a_concat_result(write, fuse_off):
 
     res = run_both(fn, arr(rand(2, 1, seed=1)), arr(rand(2, 2, seed=2)), arr(rand(2, 3, seed=3)))
     assert_same(res.eager, res.jitted)
+
+
+def test_multi_sgd_mom_update_given_a_view_of_its_own_weight():
+    """Fuzz seed 203364: the third weight's gradient is a row of the first weight, which the
+    same call updates. MXNet's kernel walks the weights element by element, so it reads that
+    row after writing part of it; our multi-tensor kernel read it before. MXNet's op runs
+    such a call (counted)."""
+    def fn(w0, g0, m0, w1, g1, m1, w2, m2):
+        g2 = w0[3]  # a view of w0
+        nd.multi_sgd_mom_update(w0, g0, m0, w1, g1, m1, w2, g2, m2, out=[w0, w1, w2],
+                                lrs=(0.5, 0.5, 0.5), wds=(0.01, 0.01, 0.01), momentum=0.9, num_weights=3)
+        return w0, m0, w1, m1, w2, m2
+
+    shapes = [(5, 2, 2), (5, 2, 2), (5, 2, 2), (1,), (1,), (1,), (2, 2), (2, 2)]
+    args = [arr(rand(*s, seed=k)) for k, s in enumerate(shapes)]
+    res = run_both(fn, *args)
+    assert_same(res.eager, res.jitted)
+    assert res.stats["fallback_reasons"] == {
+        "multi_sgd_mom_update: reads a view of an array it updates": 1}

@@ -574,6 +574,17 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     Py_INCREF(arr);
     slot->owner = arr;
   }
+  // An optimizer update handed a view of an array it updates (multi_sgd_mom_update whose
+  // gradient is a slice of one of its weights): MXNet's kernel walks the weights element by
+  // element, so it reads the view after writing some of it; our kernel or a graph reads it
+  // before. MXNet's op runs it, as eagerly (the same array twice: update_with_repeated_input).
+  if (op.update && chunk_identity_works())
+    for (Py_ssize_t i = 0; i < nin; ++i)
+      for (Py_ssize_t j = i + 1; j < nin; ++j) {
+        NDArrayHandle a = handle_of(in_objs[i]), b = handle_of(in_objs[j]);
+        const void* c = a != b ? chunk_of(a) : nullptr;
+        if (c && c == chunk_of(b)) return fallback(args, op, "reads a view of an array it updates");
+      }
   std::vector<const AVal*> in_avals(nin);
   for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
   // Eager MXNet accepts inputs on different contexts of one device kind (cpu(0), cpu(1),
