@@ -120,6 +120,16 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
     for (int v : t.nodes[n].in)
       if (t.values[v].node >= 0) stack.push_back(t.values[v].node);
   }
+  // A constant the heads' graph reads that is already in MXNet's autograd graph (an input of an
+  // op recorded earlier, whose history a later backward may still use): eager's backward
+  // without retain_graph clears the autograd entry of every array it visits, constants
+  // included, so that later backward fails in MXNet ('The any container is empty'), and a
+  // graph run would leave it working (fuzz seeds 308087, 87630, 314032, 318000, 413478).
+  for (size_t n = 0; n < t.nodes.size(); ++n)
+    if (in_graph[n])
+      for (int v : t.nodes[n].in)
+        if (t.values[v].node < 0 && t.values[v].ext && !is_var[v] && in_autograd_graph(t.values[v].ext))
+          return false;
   // A value read three or more times: MXNet sums its gradient contributions in the order of
   // its own graph, which ours need not share (a + b is b + a; three terms are not).
   std::vector<int> reads(nv, 0);
