@@ -5,7 +5,8 @@ array such an op reads joins the graph: writing into it later under record() rai
 ('Assigning to NDArrays that are already in a computational graph'). A backward() without
 retain_graph clears the autograd entry of every array it visits, constants included, so a
 later backward() through another recorded graph that read the same constant raises ('The any
-container is empty'). Found by the fuzzer: seeds 308087, 87630, 314032, 318000, 413478, 319113.
+container is empty'). Found by the fuzzer: seeds 308087, 87630, 314032, 318000, 413478, 319113
+(the backward), 312572, 403550 (the dead op).
 """
 from mxnet import autograd, nd
 
@@ -53,3 +54,21 @@ def test_backward_without_a_shared_constant_still_runs_in_the_graph():
     res = run_both(prog, nd.array(rand(1, 1, seed=1)), nd.array(rand(2, 3, seed=2)))
     assert_same(res.eager, res.jitted)
     assert res.stats["backward_in_graph"] == 1
+
+
+def test_dead_recorded_op_puts_its_input_in_the_graph():
+    """dot(v, a) is recorded (v has a gradient buffer) and its result dropped: eagerly `a` is in
+    the autograd graph all the same, and the write into it under record() raises (after
+    writing). jit() dropped the dead dot, and the write went through silently."""
+    def prog(v, a):
+        v.attach_grad()
+        events = []
+        with autograd.record():
+            d = nd.dot(v, a)
+            del d
+            caught(events, a.__setitem__, slice(None), a * 2 + 1)
+        return events, a
+
+    res = run_both(prog, nd.array(rand(2, 3, seed=1)), nd.array(rand(3, 3, seed=2)))
+    assert res.eager[0] == ["MXNetError"]
+    assert_same(res.eager, res.jitted)

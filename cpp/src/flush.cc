@@ -193,6 +193,34 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
     outputs.push_back({v, -1, h});
     is_output[v] = 1;
   }
+  // Under autograd, eager MXNet records every op, used or not, and an array an op reads then
+  // joins the autograd graph: a later write into it under record() raises, and a backward
+  // clears it. A recorded op whose results nothing uses, reading an array that is not in the
+  // graph yet, still runs, so that the array joins it as eagerly (fuzz seeds 312572, 403550).
+  if (t.runs_recorded()) {
+    std::vector<char> needed(is_output);  // values read by what runs, found from the end
+    for (size_t i = t.nodes.size(); i-- > 0;) {
+      const Node& n = t.nodes[i];
+      bool runs = false;
+      for (int v : n.out) runs = runs || needed[v];
+      if (!runs && !n.out.empty()) {
+        for (int v : n.in)
+          runs = runs || (t.values[v].node < 0 && t.values[v].ext && !in_autograd_graph(t.values[v].ext));
+        if (runs) {
+          const int v = n.out[0];
+          NDArrayHandle h = dead_handle_of_value[v];
+          if (!h) {
+            h = new_lazy_array(t.values[v].aval);
+            temps->push_back(h);
+          }
+          outputs.push_back({v, -1, h});
+          is_output[v] = 1;
+        }
+      }
+      if (runs)
+        for (int v : n.in) needed[v] = 1;
+    }
+  }
   std::sort(outputs.begin(), outputs.end(), [](const OutputSpec& a, const OutputSpec& b) { return a.value < b.value; });
   return outputs;
 }
