@@ -285,7 +285,41 @@ def _split_outputs(x, w):
     return [y, x.grad, w.grad]
 
 
-MXNET_FORMS = {"split outputs": _split_outputs, "retain_graph": _retain_graph, "grad_req add": _grad_req_add, "value read three times":
+# elemwise_add passes its head gradient through to both inputs, with no node computing it. In
+# a graph MXNet's autograd runs backward, an input read only by it took the storage type of
+# its gradient from an array MXNet had not settled yet, and the static CachedOp's backward
+# raised ('storage_type_num_unknown_nodes'; fuzz seeds 76271, 84395, 203954, 213957, 400462,
+# 402868) where eager runs.
+def _add_of_variable_and_its_held_result(x, w):
+    with autograd.record():
+        s = nd.sin(x)  # held: its own part, read by the next one with its history
+        y = nd.elemwise_add(x, s)
+    y.backward(retain_graph=True)
+    return [y, x.grad]
+
+
+def _add_of_two_results_with_history(x, w):
+    with autograd.record():
+        h = nd.relu(x * w)
+        h.wait_to_read()
+        g = nd.sin(w)
+        g.wait_to_read()
+        y = nd.elemwise_add(h, g)
+    y.backward()
+    return [y, x.grad, w.grad]
+
+
+def _add_then_autograd_grad(x, w):
+    with autograd.record():
+        s = nd.sin(x)
+        y = nd.elemwise_add(x, s)
+    return [y] + autograd.grad(y, [x])
+
+
+MXNET_FORMS = {"split outputs": _split_outputs,
+               "elemwise_add of a variable and its held result": _add_of_variable_and_its_held_result,
+               "elemwise_add of two results with history": _add_of_two_results_with_history,
+               "elemwise_add then autograd.grad": _add_then_autograd_grad, "retain_graph": _retain_graph, "grad_req add": _grad_req_add, "value read three times":
                _read_three_times, "input with history": _input_with_history,
                "second loss kept": _second_loss_kept}
 
