@@ -206,6 +206,40 @@ def test_sort_of_float16_fails_while_it_runs_and_runs_op_by_op_as_eager(op, dtyp
     assert isinstance(eager[2], str) == (dtype == "float16")
 
 
+@pytest.mark.parametrize("overwrite", ["full", "slice assign", "out="])
+def test_failed_result_overwritten_in_the_block_keeps_its_error_as_eager(overwrite):
+    """b = sort(x of float16) fails while it runs; `b[:] = 1` (or another write into b) in the
+    same block then reads or writes an array holding the error and is skipped, so eagerly b's
+    read raises. The op-by-op run wrote sort's dead result into a temporary array instead of
+    b: the write went ahead, b read ones, and only nd.waitall() raised (fuzz seed 213772)."""
+    x0 = np.random.RandomState(7).uniform(-2, 2, (4, 2, 4))
+    ones = nd.ones((4, 2, 4), dtype="float16")
+
+    def run(use_jit):
+        x = nd.array(x0, dtype="float16")
+        with (minpy_jit.jit() if use_jit else _no_scope()):
+            b = nd.sort(x, axis=0)
+            if overwrite == "full":
+                b[:] = 1.0
+            elif overwrite == "slice assign":
+                b[1:3] = 1.0
+            else:
+                nd.elemwise_mul(ones, ones, out=b)
+            other = ones * 3
+        reads = _reads([b, other])
+        try:
+            nd.waitall()
+            reads.append("waitall ok")
+        except MXNetError:
+            reads.append("waitall raised")
+        return reads
+
+    eager, jitted = run(False), run(True)
+    assert isinstance(eager[0], str) and eager[0] == jitted[0]
+    np.testing.assert_array_equal(eager[1], jitted[1])
+    assert eager[2] == jitted[2]
+
+
 class _no_scope:
     def __enter__(self):
         return self

@@ -258,22 +258,33 @@ void backward_eagerly(const Trace& trace, const Node& n, const std::vector<NDArr
 
 }  // namespace
 
-void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
+std::vector<NDArrayHandle> replay_arrays(const Trace& trace, const std::vector<OutputSpec>& outputs) {
   std::vector<NDArrayHandle> handle(trace.values.size(), nullptr);
-  std::vector<NDArrayHandle> temps;
   for (size_t v = 0; v < trace.values.size(); ++v)
     if (trace.values[v].node < 0) handle[v] = trace.values[v].ext;
   for (const auto& o : outputs) handle[o.value] = o.handle;
   // A value no output keeps is still written where eager wrote it when a later op writes
   // that array again (nag_mom_update(w, w, m, out=w) with w made in the trace): that op
-  // may read its output's memory back, as it does eagerly.
-  std::unordered_set<NDArrayHandle> written_again;
+  // may read its output's memory back, as it does eagerly. So is the dead result of an op
+  // kept only because it can fail (flush.cc hands it a temporary array): `b = sort(x);
+  // b[:] = 1` leaves sort's error on b eagerly, and the write into b is skipped.
+  std::unordered_set<NDArrayHandle> written_again, in_trace;
   for (const Node& n : trace.nodes)
     for (NDArrayHandle h : n.targets)
       if (h) written_again.insert(h);
-  for (size_t v = 0; v < trace.values.size(); ++v)
-    if (!handle[v] && trace.values[v].home && written_again.count(trace.values[v].home))
-      handle[v] = trace.values[v].home;
+  for (const auto& kv : trace.slots) in_trace.insert(kv.first);
+  for (size_t v = 0; v < trace.values.size(); ++v) {
+    const Value& val = trace.values[v];
+    if (val.node < 0 || !val.home || !written_again.count(val.home) || handle[v] == val.home) continue;
+    const bool temporary = handle[v] && !in_trace.count(handle[v]) && trace.nodes[val.node].op->can_fail;
+    if (!handle[v] || temporary) handle[v] = val.home;
+  }
+  return handle;
+}
+
+void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
+  std::vector<NDArrayHandle> handle = replay_arrays(trace, outputs);
+  std::vector<NDArrayHandle> temps;
   AutogradState state(trace.recording, trace.training);
   try {
     for (const Node& n : trace.nodes) {

@@ -73,6 +73,12 @@ void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outpu
 // exact by construction. Intermediates get temporary arrays.
 void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs);
 
+// Per value, the array run_eagerly writes it into (null: a temporary it makes): an external
+// input's array, an output's array, an out= target, and, for a value the program no longer
+// holds, the array eager MXNet wrote it into when a later op of the trace writes that array
+// again (the op may read it back, and an error stored there stays, as eagerly).
+std::vector<NDArrayHandle> replay_arrays(const Trace& trace, const std::vector<OutputSpec>& outputs);
+
 class ExecutorCache {
  public:
   explicit ExecutorCache(size_t capacity) : capacity_(capacity) {}

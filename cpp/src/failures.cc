@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "executor.h"
 #include "mxapi.h"
 #include "runtime.h"
 
@@ -254,10 +255,14 @@ void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
   // values, and the inputs they update in place. Temporaries are gone already.
   std::vector<char> reached_value(t.values.size(), 0);
   std::vector<NDArrayHandle> arrays;
+  const std::vector<NDArrayHandle> written = replay_arrays(t, outputs);  // where the run wrote each value
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     if (!reached[i]) continue;
     const Node& n = t.nodes[i];
-    for (int v : n.out) reached_value[v] = 1;
+    for (int v : n.out) {
+      reached_value[v] = 1;
+      if (written[v] && t.values[v].home == written[v]) arrays.push_back(written[v]);  // a dead result's array
+    }
     for (NDArrayHandle h : n.targets)
       if (h) arrays.push_back(h);
     for (int v : n.mutated)
