@@ -678,3 +678,30 @@ def test_tile_that_fails_while_it_runs_runs_op_by_op_as_eager(reps, shape):
         assert not isinstance(e, str) and not isinstance(j, str)
         assert e.dtype == j.dtype and e.shape == j.shape
         np.testing.assert_array_equal(e, j)
+
+
+
+def test_update_of_an_mkldnn_result_in_a_trace_run_op_by_op_as_eager():
+    """Our lifted update kernel, replayed op by op (the trace holds a float16 sort, which can
+    fail), writing a concat's result (MKLDNN layout) in place: MXNet refused that layout for a
+    library op ("We can't generate TBlob for MKLDNN data"), the update was lost and the weight
+    raised where eager's multi_sgd_update runs (found from fuzz seed 79251, which main now runs
+    as MXNet's op for its view). The op-by-op run now makes the kernel's arrays default-layout
+    first, as a graph launch does."""
+    rng = np.random.RandomState(79251)
+    parts0 = [rng.uniform(-2, 2, s).astype(np.float32) for s in ((4, 1), (4, 1), (4, 3))]
+    x0 = rng.uniform(-2, 2, (2, 3))
+
+    def run(use_jit):
+        parts = [nd.array(p) for p in parts0]
+        grad, x = nd.ones((4, 5)), nd.array(x0, dtype="float16")
+        with (minpy_jit.jit() if use_jit else _no_scope()):
+            weight = nd.concat(*parts, dim=1)
+            ordered = nd.sort(x, axis=1)
+            nd.multi_sgd_update(weight, grad, out=[weight], lrs=(3.0,), wds=(0.0,), num_weights=1)
+        return _reads([weight, ordered])
+
+    eager, jitted = run(False), run(True)
+    assert not isinstance(jitted[0], str), jitted[0]
+    np.testing.assert_array_equal(eager[0], jitted[0])
+    assert isinstance(eager[1], str) and eager[1] == jitted[1]
