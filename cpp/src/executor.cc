@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <unordered_set>
@@ -85,13 +84,11 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     // An input the graph also writes (x /= 2 after x = concat(...)): CachedOp resets an
     // output's MKLDNN layout before the node writing it runs (InvalidateOutputs), so an
     // input in MKLDNN's layout would be read as plain memory. Eager's op reads a
-    // default-layout copy. Made default-layout before the run, as for our ops.
+    // default-layout copy. Made default-layout before the run, as for our ops (a position
+    // listed twice is harmless: push_default_layout takes each storage chunk once).
     for (const OutputSpec& o : outputs)
       for (size_t i = 0; i < exe->input_values.size(); ++i)
-        if (o.target_ext >= 0 && exe->input_values[i] == o.target_ext &&
-            std::find(exe->layout_inputs.begin(), exe->layout_inputs.end(), static_cast<int>(i)) ==
-                exe->layout_inputs.end())
-          exe->layout_inputs.push_back(static_cast<int>(i));
+        if (o.target_ext >= 0 && exe->input_values[i] == o.target_ext) exe->layout_inputs.push_back(static_cast<int>(i));
     exe->layout_outputs = g.ours_write_outputs;
     for (int p = 0; p < g.placeholders; ++p) {
       AVal a = trace.values[outputs.at(0).value].aval;  // CachedOp wants every array on one context
@@ -312,7 +309,7 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
       // for library ops hold here as in a graph (see above). An array left in MKLDNN's
       // layout (a concat's result, updated in place through a view: fuzz seed 79251) made
       // the op fail where eager's multi_sgd_update runs.
-      if (n.op->name.compare(0, 7, "_minpy_") == 0) {
+      if (n.op->ours) {
         std::vector<NDArrayHandle> touched(ins);
         touched.insert(touched.end(), outs.begin(), outs.end());
         push_default_layout(touched);

@@ -97,7 +97,6 @@ bool transcendental(const std::string& instr) {
   return instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "log";
 }
 
-
 // MXNet's clip backward kernel ignores the request and writes: a grad_req='add' variable
 // whose only reader is a clip gets its gradient overwritten eagerly, where a fused unit's
 // gradient reaches the variable through _copy, which adds (fuzz seeds 317469, 402635: 0.33
@@ -513,7 +512,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     if (grp.kind == kUpdate) {
       // One MXNet update alone stays MXNet's op; one of ours is a kernel call already. A NAG
       // update written over its own weight needs our kernel in place (or an eager run).
-      const bool ours = t.nodes[grp.members[0]].op->name.rfind("_minpy_", 0) == 0;
+      const bool ours = t.nodes[grp.members[0]].op->ours;
       bool reads_back = false;
       for (int m : grp.members) reads_back = reads_back || reads_back_new_weight(t, t.nodes[m]);
       if ((grp.members.size() < 2 && !ours && !reads_back) || !build_update(t, grp, used_outside, written_into, &u))

@@ -325,7 +325,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     json_of_unit[u] = id;
     g.items.push_back(u);
     ++g.num_nodes;
-    if (fused || node->op->name.rfind("_minpy_", 0) == 0) {
+    if (fused || node->op->ours) {
       ++g.kernel_calls;
       g.kernel_ops += fused ? static_cast<int>(fu->members.size()) : 1;
     }
@@ -358,7 +358,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   std::vector<char> by_ours(t.values.size(), 0);
   for (int u : g.items) {
     const bool fused = u >= N;
-    if (!fused && (is_backward_node(t.nodes[u]) || t.nodes[u].op->name.rfind("_minpy_", 0) != 0)) continue;
+    if (!fused && (is_backward_node(t.nodes[u]) || !t.nodes[u].op->ours)) continue;
     for (int m : fused ? plan.units[u - N].members : std::vector<int>{u}) {
       for (int v : t.nodes[m].mutated) g.ours_mutate.push_back(v);
       for (int v : t.nodes[m].out) by_ours[v] = 1;

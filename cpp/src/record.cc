@@ -2,6 +2,7 @@
 // place of _imperative_invoke for every op while a jit() scope is open.
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "failures.h"
 #include "mxapi.h"
@@ -39,6 +40,7 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   info->no_symbolic_form = n == "reset_arrays" || (n.rfind("multi_", 0) == 0 && !info->expands) ||
                            n.rfind("_multi_", 0) == 0 || n.rfind("preloaded_multi_", 0) == 0;
   info->sparse_output = n.find("sparse") != std::string::npos;  // cast_storage is decided per call
+  info->ours = n.rfind("_minpy_", 0) == 0;
   return *(R->ops[creator] = std::move(info));
 }
 
@@ -578,13 +580,16 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // gradient is a slice of one of its weights): MXNet's kernel walks the weights element by
   // element, so it reads the view after writing some of it; our kernel or a graph reads it
   // before. MXNet's op runs it, as eagerly (the same array twice: update_with_repeated_input).
-  if (op.update && chunk_identity_works())
-    for (Py_ssize_t i = 0; i < nin; ++i)
-      for (Py_ssize_t j = i + 1; j < nin; ++j) {
-        NDArrayHandle a = handle_of(in_objs[i]), b = handle_of(in_objs[j]);
-        const void* c = a != b ? chunk_of(a) : nullptr;
-        if (c && c == chunk_of(b)) return fallback(args, op, "reads a view of an array it updates");
-      }
+  if (op.update && chunk_identity_works()) {
+    std::unordered_map<const void*, NDArrayHandle> first_on_chunk;  // storage -> the first array seen on it
+    for (Py_ssize_t i = 0; i < nin; ++i) {
+      NDArrayHandle h = handle_of(in_objs[i]);
+      const void* c = chunk_of(h);
+      if (!c) continue;
+      auto seen = first_on_chunk.emplace(c, h);
+      if (!seen.second && seen.first->second != h) return fallback(args, op, "reads a view of an array it updates");
+    }
+  }
   std::vector<const AVal*> in_avals(nin);
   for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
   // Eager MXNet accepts inputs on different contexts of one device kind (cpu(0), cpu(1),

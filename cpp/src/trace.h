@@ -39,6 +39,7 @@ struct OpInfo {
   bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
   bool sparse_output = false;     // produces sparse storage (cast_storage: only for stype != default)
   bool expands = false;           // multi_sgd_*: recorded as per-weight updates or our kernel
+  bool ours = false;              // one of our library ops (_minpy_*, cpp/kernels/)
 };
 
 struct Attr {
