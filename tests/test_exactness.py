@@ -705,3 +705,98 @@ def test_update_of_an_mkldnn_result_in_a_trace_run_op_by_op_as_eager():
     assert not isinstance(jitted[0], str), jitted[0]
     np.testing.assert_array_equal(eager[0], jitted[0])
     assert isinstance(eager[1], str) and eager[1] == jitted[1]
+
+
+# ------------------------------------------------------------------ numbers as MXNet reads them
+
+# MXNet reads the numbers of op attributes with dmlc-core's own decimal parser, which is not
+# correctly rounded: Python's repr of a float (what MXNet's frontend writes) can come back as
+# another number. Eager results are computed with MXNet's reading; so must ours, wherever the
+# runtime reads an attribute itself (fusion, lifted scalars) or writes one for MXNet to read
+# (the lifted optimizer expansions).
+
+@pytest.fixture
+def no_recompile_limit():
+    previous = minpy_jit.config()["recompile_limit"]
+    minpy_jit.config(recompile_limit=10 ** 6)
+    yield
+    minpy_jit.config(recompile_limit=previous)
+
+
+def _assert_each_call_equal(fn, calls, jitted):
+    """jitted[i] (one jit() block per call, run by the test at its own site) equals fn(*calls[i])."""
+    for i, (args, j) in enumerate(zip(calls, jitted)):
+        e = fn(*args).asnumpy()
+        assert e.dtype == j.dtype and np.array_equal(e, j), (i, args)
+
+
+def test_fused_clip_bounds_and_scalars_are_read_as_mxnet_reads_them(no_recompile_limit):
+    # clip's bounds are float fields (dmlc's parser in float: 11% of reprs differ from strtof)
+    x = nd.array(np.random.RandomState(1).uniform(-3, 3, (4, 64)), dtype="float32")
+    rng = np.random.RandomState(2)
+    calls = [(float(rng.uniform(-2, 0)), float(rng.uniform(0, 2)), float(rng.uniform(0.5, 2))) for _ in range(120)]
+    fn = lambda lo, hi, s: nd.clip(x * 2.0 + 1.0, lo, hi) * s  # noqa: E731
+    before = minpy_jit.stats()["fused_kernels"]
+    jitted = []
+    for args in calls:
+        with minpy_jit.jit():
+            out = fn(*args)
+        jitted.append(out.asnumpy())
+    assert minpy_jit.stats()["fused_kernels"] - before == len(calls)  # our fused kernel ran each time
+    _assert_each_call_equal(fn, calls, jitted)
+
+
+def test_float64_changing_scalars_lifted_as_mxnet_reads_them(no_recompile_limit):
+    # A scalar that changes is lifted into a one-element array: its value must be the double
+    # MXNet's _mul_scalar would use (dmlc's reading of the repr), not Python's float.
+    x = nd.array(np.random.RandomState(3).uniform(-1, 1, (5,)), dtype="float64")
+    calls = [(float(s),) for s in np.random.RandomState(0).uniform(0, 3, 120)]
+    fn = lambda s: (x * s + s) / s - s  # noqa: E731
+    before = minpy_jit.stats()["executions"]
+    jitted = []
+    for args in calls:
+        with minpy_jit.jit():
+            out = fn(*args)
+        jitted.append(out.asnumpy())
+    assert minpy_jit.stats()["executions"] - before == len(calls)  # every call ran a compiled graph
+    _assert_each_call_equal(fn, calls, jitted)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_lifted_adam_expansion_is_bit_exact(dtype, mxnet_kernels):
+    # fuse=False: a changing lr makes adam_update an elementwise expansion with the lr as an
+    # input; its other hyper-parameters are written as literals MXNet must read back exactly
+    # (1 - 0.9f as "%.17g" reads back one ulp off in float64).
+    rng = np.random.RandomState(5)
+    shape = (4, 2, 3)
+    state = [rng.uniform(-2, 2, shape), rng.uniform(-2, 2, shape), rng.uniform(0, .5, shape), rng.uniform(0, .5, shape)]
+    results = []
+    for jit in (False, True):
+        w, g, m, v = [nd.array(a, dtype=dtype) for a in state]
+        for step, lr in enumerate([0.5, 0.25, 0.125, 0.3, 0.7]):
+            if jit:
+                with minpy_jit.jit():
+                    nd.adam_update(w, g, m, v, lr=lr, wd=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, out=w)
+            else:
+                nd.adam_update(w, g, m, v, lr=lr, wd=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, out=w)
+        results.append([a.asnumpy() for a in (w, m, v)])
+    for name, e, j in zip("wmv", *results):
+        assert e.dtype == j.dtype and np.array_equal(e, j), name
+
+
+def test_literals_we_write_are_read_back_exactly_by_mxnet():
+    # What the rewrites rely on: MXNet's own reading of the literal is the value, bit for bit,
+    # for double fields (the scalar of _plus_scalar) and float fields (clip's bounds).
+    from minpy_jit import _core
+    rng = np.random.RandomState(6)
+    values = np.concatenate([rng.uniform(-1, 1, 400) * 10.0 ** rng.uniform(-12, 12, 400),
+                             1.0 - rng.uniform(0, 1, 200).astype(np.float32).astype(np.float64)])
+    zero64 = nd.zeros((1,), dtype="float64")
+    for v in values:
+        lit = _core.mx_literal(float(v), True)
+        read = nd._internal._plus_scalar(zero64, scalar=lit).asnumpy()[0]
+        assert read == v, (repr(float(v)), lit, repr(read))
+        f = np.float32(v)
+        lit = _core.mx_literal(float(v), False)
+        read = nd.clip(nd.array([f], dtype="float32"), a_min=lit, a_max=lit).asnumpy()[0]
+        assert read == f, (repr(f), lit, repr(read))

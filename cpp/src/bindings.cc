@@ -334,6 +334,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("mx_float", [](const std::string& s, bool scalar_op) {
     return exact_float(scalar_op ? mx_scalar_as_float(s) : mx_float_field(s));
   });
+  // A literal MXNet's attribute parser reads back as exactly v ("" if none): as a double field
+  // (double_field=True: the scalar of _mul_scalar ...) or as a float field (v rounded to float).
+  m.def("mx_literal", [](double v, bool double_field) {
+    return double_field ? mx_literal(v) : mx_literal(static_cast<float>(v));
+  });
   // How flushes detect in-place writes through views: "storage chunk" (no waiting) or
   // "data address" (waits for pending writers; used if the chunk check fails on a build).
   m.def("peek_works", &peek_works);  // array metadata read without C API calls (peek.cc)

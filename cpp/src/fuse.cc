@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "mxapi.h"
+#include "mxparse.h"
 #include "rewrite.h"
 #include "updates.h"
 
@@ -240,13 +241,13 @@ class ProgramBuilder {
       if (rule.kind == kUnary) {
         r = push(instr + " " + std::to_string(regs[0]));
       } else if (rule.kind == kScalar) {
-        int c = constant(std::strtod(attr(n, "scalar", "0").c_str(), nullptr));
+        // The float32 kernel computes with float(scalar), the scalar as MXNet reads it (mxparse.h).
+        int c = constant(mx_scalar_as_float(attr(n, "scalar", "0")));
         r = rule.scalar_first ? push(instr + " " + std::to_string(c) + " " + std::to_string(regs[0]))
                               : push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(c));
       } else if (rule.kind == kClip) {
-        r = push("clip " + std::to_string(regs[0]) + " " +
-                 float32_str(std::strtod(attr(n, "a_min", "0").c_str(), nullptr)) + " " +
-                 float32_str(std::strtod(attr(n, "a_max", "0").c_str(), nullptr)));
+        r = push("clip " + std::to_string(regs[0]) + " " + exact_float(mx_float_field(attr(n, "a_min", "0"))) + " " +
+                 exact_float(mx_float_field(attr(n, "a_max", "0"))));
       } else {
         r = push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(regs[1]));
       }
@@ -272,8 +273,8 @@ class ProgramBuilder {
     program.push_back(s);
     return static_cast<int>(program.size()) - 1;
   }
-  int constant(double v) {
-    std::string lit = float32_str(v);
+  int constant(float v) {
+    std::string lit = exact_float(v);
     auto it = consts_.find(lit);
     if (it != consts_.end()) return it->second;
     return consts_[lit] = push("c " + lit);

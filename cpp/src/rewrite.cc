@@ -4,13 +4,9 @@
 #include <cstdlib>
 #include <unordered_map>
 
-namespace minpy {
+#include "mxparse.h"
 
-std::string float32_str(double v) {
-  char buf[40];  // every digit of the float's value: a float64 kernel widens it exactly
-  snprintf(buf, sizeof buf, "%.17g", static_cast<double>(static_cast<float>(v)));
-  return buf;
-}
+namespace minpy {
 
 namespace {
 
@@ -35,19 +31,25 @@ const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
   return m;
 }
 
-double num(const std::vector<Attr>& attrs, const char* key, double dflt) {
+// Numbers as MXNet reads them from an op's attributes (mxparse.h): the optimizers' float fields
+// (lr, wd, momentum, beta1 ...) with dmlc's parser in float, the *_scalar ops' double scalar with
+// it in double, Tuple<float> items (lrs, wds) with strtof. Kernels widen floats to the weights'
+// type, so every value is returned as the double the kernel computes with.
+double float_field(const std::vector<Attr>& attrs, const char* key, float dflt) {
   std::string s = attr_value(attrs, key, "");
-  return s.empty() ? dflt : std::strtod(s.c_str(), nullptr);
+  return s.empty() ? dflt : mx_float_field(s);
 }
 
-// "(0.1, 0.2)" or "[0.1, 0.2]" -> {0.1, 0.2}
-std::vector<double> num_list(const std::string& s) {
+double scalar_field(const std::vector<Attr>& attrs) { return dmlc_parse<double>(attr_value(attrs, "scalar", "0")); }
+
+// "(0.1, 0.2)" or "[0.1, 0.2]" -> {0.1f, 0.2f}
+std::vector<double> float_tuple(const std::string& s) {
   std::vector<double> out;
   const char* p = s.c_str();
   while (*p) {
     if ((*p >= '0' && *p <= '9') || *p == '-' || *p == '.') {
       char* end = nullptr;
-      out.push_back(std::strtod(p, &end));
+      out.push_back(std::strtof(p, &end));
       p = end;
     } else {
       ++p;
@@ -56,12 +58,24 @@ std::vector<double> num_list(const std::string& s) {
   return out;
 }
 
-// The optimizer kernels' hyper-parameters are float32 fields, widened to the weights' type.
-double as_float32(double v) { return static_cast<double>(static_cast<float>(v)); }
+// Thrown when no literal reads back as the value (mxparse.h): the expansion is abandoned and
+// the op is recorded as it is.
+struct NoLiteral {};
 
-int scal(Emitter& em, const char* op, int x, double s) { return em.node(op, {{"scalar", float32_str(s)}}, {x}); }
+template <typename T>
+std::string literal(T v) {
+  std::string s = mx_literal(v);
+  if (s.empty()) throw NoLiteral{};
+  return s;
+}
 
-int clip(Emitter& em, int x, double c) { return em.node("clip", {{"a_min", float32_str(-c)}, {"a_max", float32_str(c)}}, {x}); }
+// op(x, s): s is written so that MXNet reads back exactly the double s.
+int scal(Emitter& em, const char* op, int x, double s) { return em.node(op, {{"scalar", literal(s)}}, {x}); }
+
+// clip's bounds are float fields.
+int clip(Emitter& em, int x, double c) {
+  return em.node("clip", {{"a_min", literal(static_cast<float>(-c))}, {"a_max", literal(static_cast<float>(c))}}, {x});
+}
 
 // (1 - lr*wd)*w - lr*clip(rescale*g)            [SGDKernel]
 int sgd(Emitter& em, int w, int g, int LR, double wd, double rescale, double clip_g) {
@@ -109,41 +123,43 @@ const char* liftable_attr(const std::string& op) {
   return it == updates.end() ? "" : it->second;
 }
 
-bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
-                   std::vector<int>* outs, std::vector<std::pair<int, int>>* updates) {
+static bool expand_lifted_or_throw(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in,
+                                   Emitter& em, std::vector<int>* outs, std::vector<std::pair<int, int>>* updates) {
   auto so = scalar_ops().find(op);
   if (so != scalar_ops().end()) {
     if (in.size() != 1) return false;
-    int S = em.constant(num(attrs, "scalar", 0), in[0]);
+    int S = em.constant(scalar_field(attrs), in[0]);
     if (S < 0) return false;
     std::vector<int> args = so->second.scalar_first ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
     outs->push_back(em.node(so->second.broadcast_op, {}, args));
     return true;
   }
-  double wd = num(attrs, "wd", 0), rescale = num(attrs, "rescale_grad", 1), clip_g = num(attrs, "clip_gradient", -1);
+  double wd = float_field(attrs, "wd", 0), rescale = float_field(attrs, "rescale_grad", 1),
+         clip_g = float_field(attrs, "clip_gradient", -1);
   if (op == "sgd_update" && in.size() == 2) {
-    int LR = em.constant(as_float32(num(attrs, "lr", 0)), in[0]);
+    int LR = em.constant(float_field(attrs, "lr", 0), in[0]);
     if (LR < 0) return false;
     outs->push_back(sgd(em, in[0], in[1], LR, wd, rescale, clip_g));
     return true;
   }
   if (op == "sgd_mom_update" && in.size() == 3) {
-    int LR = em.constant(as_float32(num(attrs, "lr", 0)), in[0]);
+    int LR = em.constant(float_field(attrs, "lr", 0), in[0]);
     if (LR < 0) return false;
-    auto r = sgd_mom(em, in[0], in[1], in[2], LR, num(attrs, "momentum", 0), wd, rescale, clip_g);
+    auto r = sgd_mom(em, in[0], in[1], in[2], LR, float_field(attrs, "momentum", 0), wd, rescale, clip_g);
     outs->push_back(r.first);
     updates->emplace_back(2, r.second);
     return true;
   }
   if (op == "adam_update" && in.size() == 4) {
-    int LR = em.constant(as_float32(num(attrs, "lr", 0)), in[0]);
+    int LR = em.constant(float_field(attrs, "lr", 0), in[0]);
     if (LR < 0) return false;
-    double b1 = num(attrs, "beta1", 0.9), b2 = num(attrs, "beta2", 0.999), eps = num(attrs, "epsilon", 1e-8);
+    double b1 = float_field(attrs, "beta1", 0.9f), b2 = float_field(attrs, "beta2", 0.999f),
+           eps = float_field(attrs, "epsilon", 1e-8f);
     int w = in[0], g = in[1], mean = in[2], var = in[3];
     // g' = rescale*g + wd*w, clipped; mean, var moving averages; w -= lr*mean/(sqrt(var)+eps)   [AdamUpdateKernel]
     int gr = em.node("elemwise_add", {}, {scal(em, "_mul_scalar", g, rescale), scal(em, "_mul_scalar", w, wd)});
     if (clip_g >= 0) gr = clip(em, gr, clip_g);
-    float one_b1 = 1.f - static_cast<float>(b1), one_b2 = 1.f - static_cast<float>(b2);
+    const double one_b1 = 1.0 - b1, one_b2 = 1.0 - b2;  // the kernel's (1.f - beta1): exact in double
     int m = em.node("elemwise_add", {}, {scal(em, "_mul_scalar", mean, b1), scal(em, "_mul_scalar", gr, one_b1)});
     int v = em.node("elemwise_add",
                     {}, {scal(em, "_mul_scalar", var, b2), em.node("elemwise_mul", {}, {scal(em, "_mul_scalar", gr, one_b2), gr})});
@@ -157,18 +173,18 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
   if (op == "multi_sgd_update" || op == "multi_sgd_mom_update") {
     bool mom = op == "multi_sgd_mom_update";
     size_t stride = mom ? 3 : 2;
-    std::vector<double> lrs = num_list(attr_value(attrs, "lrs", "")), wds = num_list(attr_value(attrs, "wds", ""));
+    std::vector<double> lrs = float_tuple(attr_value(attrs, "lrs", "")), wds = float_tuple(attr_value(attrs, "wds", ""));
     size_t n = in.size() / stride;
     if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
     std::vector<int> LRs;  // all constants first: a failure must not leave half an expansion behind
     for (size_t i = 0; i < n; ++i) {
-      LRs.push_back(em.constant(as_float32(lrs[i]), in[i * stride]));
+      LRs.push_back(em.constant(lrs[i], in[i * stride]));
       if (LRs.back() < 0) return false;
     }
     for (size_t i = 0; i < n; ++i) {
       int LR = LRs[i];
       if (mom) {
-        auto r = sgd_mom(em, in[i * 3], in[i * 3 + 1], in[i * 3 + 2], LR, num(attrs, "momentum", 0), wds[i], rescale,
+        auto r = sgd_mom(em, in[i * 3], in[i * 3 + 1], in[i * 3 + 2], LR, float_field(attrs, "momentum", 0), wds[i], rescale,
                          clip_g);
         outs->push_back(r.first);
         updates->emplace_back(static_cast<int>(i * 3 + 2), r.second);
@@ -183,30 +199,30 @@ bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const 
 
 bool needs_expansion(const std::string& op) { return op == "multi_sgd_update" || op == "multi_sgd_mom_update"; }
 
-bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
-                   std::vector<int>* outs, std::vector<std::pair<int, int>>*) {
+static bool expand_native_or_throw(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in,
+                                   Emitter& em, std::vector<int>* outs) {
   if (!needs_expansion(op)) return false;
   bool mom = op == "multi_sgd_mom_update";
   size_t stride = mom ? 3 : 2;
-  std::vector<double> lrs = num_list(attr_value(attrs, "lrs", "")), wds = num_list(attr_value(attrs, "wds", ""));
+  std::vector<double> lrs = float_tuple(attr_value(attrs, "lrs", "")), wds = float_tuple(attr_value(attrs, "wds", ""));
   size_t n = in.size() / stride;
   if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
   if (!mom) {  // MultiSGDKernel's own arithmetic (not sgd_update's), with each lr as a constant
     std::vector<int> LRs;
     for (size_t i = 0; i < n; ++i) {
       // lrs are float32 parameters of the kernel, widened to the weights' type
-      LRs.push_back(em.constant(as_float32(lrs[i]), in[i * 2]));
+      LRs.push_back(em.constant(lrs[i], in[i * 2]));
       if (LRs.back() < 0) return false;  // float16: MXNet runs the op (its kernel rounds in half)
     }
     for (size_t i = 0; i < n; ++i)
-      outs->push_back(multi_sgd(em, in[i * 2], in[i * 2 + 1], LRs[i], wds[i], num(attrs, "rescale_grad", 1),
-                                num(attrs, "clip_gradient", -1)));
+      outs->push_back(multi_sgd(em, in[i * 2], in[i * 2 + 1], LRs[i], wds[i], float_field(attrs, "rescale_grad", 1),
+                                float_field(attrs, "clip_gradient", -1)));
     return true;
   }
   for (size_t i = 0; i < n; ++i) {
     // The attribute strings are those the multi op's kernel parses (float32 params), one weight each.
-    std::vector<Attr> a = {{"lr", float32_str(lrs[i])},
-                           {"wd", float32_str(wds[i])},
+    std::vector<Attr> a = {{"lr", literal(static_cast<float>(lrs[i]))},
+                           {"wd", literal(static_cast<float>(wds[i]))},
                            {"rescale_grad", attr_value(attrs, "rescale_grad", "1")},
                            {"clip_gradient", attr_value(attrs, "clip_gradient", "-1")}};
     if (mom) a.push_back({"momentum", attr_value(attrs, "momentum", "0")});
@@ -214,6 +230,26 @@ bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const 
     outs->push_back(em.node(mom ? "sgd_mom_update" : "sgd_update", a, args));
   }
   return true;
+}
+
+// A value no literal can carry abandons the expansion (the nodes already emitted are dead: no
+// output refers to them, so the graph builder drops them) and the op is recorded as it is.
+bool expand_lifted(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
+                   std::vector<int>* outs, std::vector<std::pair<int, int>>* updates) {
+  try {
+    return expand_lifted_or_throw(op, attrs, in, em, outs, updates);
+  } catch (const NoLiteral&) {
+    return false;
+  }
+}
+
+bool expand_native(const std::string& op, const std::vector<Attr>& attrs, const std::vector<int>& in, Emitter& em,
+                   std::vector<int>* outs, std::vector<std::pair<int, int>>*) {
+  try {
+    return expand_native_or_throw(op, attrs, in, em, outs);
+  } catch (const NoLiteral&) {
+    return false;
+  }
 }
 
 }  // namespace minpy

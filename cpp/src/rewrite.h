@@ -17,8 +17,9 @@
 //   an input array (updates.h; bit-identical to MXNet's kernels). Where our kernel
 //   cannot run (fusion off, other dtypes, GPU), sgd_update, sgd_mom_update,
 //   adam_update and multi_sgd_* become elementwise ops with lr as an input (same
-//   formula and order of operations as MXNet's kernels; results agree to float
-//   rounding, not always bit for bit); the others keep the lr as an attribute.
+//   formula and order of operations as MXNet's kernels, every hyper-parameter written so
+//   that MXNet reads back the value its kernel uses: bit for bit); the others keep the lr
+//   as an attribute.
 #pragma once
 #include <string>
 #include <utility>
@@ -37,10 +38,6 @@ class Emitter {
   // A one-element array (all dims 1, same rank/dtype/context as `like`) holding v; -1 if impossible.
   virtual int constant(double v, int like) = 0;
 };
-
-// A float attribute exactly as MXNet's kernels see a float32 parameter: every digit of the
-// float's value, so that a float64 kernel (which widens the parameter) sees it exactly too.
-std::string float32_str(double v);
 
 // The attribute whose changing value would be lifted for this op, or "" if none.
 const char* liftable_attr(const std::string& op);
