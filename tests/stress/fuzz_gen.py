@@ -25,6 +25,16 @@ BINARY_FN = ["broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div",
              "broadcast_power", "broadcast_hypot"]
 SAME_FN = ["elemwise_add", "elemwise_sub", "elemwise_mul", "maximum", "minimum"]
 CONSTS = ["0.5", "2.0", "-1.5", "0.25", "3.0", "1.0", "0.0", "-0.75", "1e-3", "7.5"]
+# From seed DECIMAL_SEEDS on, programs also use decimals that are not binary fractions. MXNet
+# reads op attributes with dmlc-core's own parser, which is not correctly rounded: "0.3" or a
+# 17-digit repr may become another number than Python's float, and jit() must compute with
+# MXNet's reading wherever it reads or writes an attribute itself (fusion, lifted scalars,
+# optimizer expansions). Seeds below keep generating exactly the programs of earlier runs.
+DECIMAL_SEEDS = 1000000
+DECIMAL_CONSTS = ["0.1", "0.3", "-2.7", "1.1", "0.37", "1e-7", "0.9", "3.3333333333333335", "-0.6866924795488460",
+                  "0.10000002384185791"]
+LOOP_SCALARS = "[0.5, 0.25, 2.0, -1.0, 0.125]"
+DECIMAL_LOOP_SCALARS = "[0.1, 0.3, 2.7, -1.1, 0.7000000000000001]"
 FLOAT = ("float32", "float64", "float16")
 
 
@@ -87,7 +97,8 @@ class Program:
         """The program as the text of a function `program(J, FLUSH, OBS)`."""
         lines = ["def program(J, FLUSH, OBS):",
                  "    RNG = np.random.RandomState(%d)" % self.seed,
-                 "    S = [0.5, 0.25, 2.0, -1.0, 0.125]  # scalars that change from one iteration to the next"]
+                 "    S = %s  # scalars that change from one iteration to the next"
+                 % (DECIMAL_LOOP_SCALARS if self.seed >= DECIMAL_SEEDS else LOOP_SCALARS)]
         lines += render_block(self.prelude, "    ")
         lines += ["    try:", "        with J():"]
         lines += render_block(self.body, "            ") or ["            pass"]
@@ -144,6 +155,8 @@ class Gen:
         self.budget = 0
         self.exact = True
         self.fams = self._families()
+        self.decimals = seed >= DECIMAL_SEEDS
+        self.consts = CONSTS + DECIMAL_CONSTS if self.decimals else CONSTS
 
     # ------------------------------------------------------------ helpers
 
@@ -158,7 +171,7 @@ class Gen:
     def scalar(self):
         if self.in_loop and self.r.random() < 0.4:
             return "S[it]"
-        return self.r.choice(CONSTS)
+        return self.r.choice(self.consts)
 
     def new_input(self, shape, dtype="float32", grad=None, lo=-2.0, hi=2.0, ints=None):
         """An input array made in the prelude (eagerly, before the scope)."""
@@ -295,6 +308,8 @@ class Gen:
         forms = ["{x} * {c}", "{x} + {c}", "{c} - {x}", "{x} / ({c} + 4.0)", "{x} ** 2", "nd.maximum({x}, {c})",
                  "nd.minimum({x}, {c})", "nd.clip({x}, -1.0, 1.0)", "({x} > {c})", "({x} <= {c})", "{x} - {c}",
                  "{c} * {x}", "({x} == {c})", "nd.LeakyReLU({x}, slope=0.1)", "{x} % 1.5", "-{x}"]
+        if self.decimals:  # clip's bounds are float fields: dmlc's reading in float
+            forms += ["nd.clip({x}, -abs({c}), abs({c}) + 0.3)", "nd.clip({x} * 0.7, {c}, 2.9)"]
         v = self.result(x.shape, x.dtype, [x])
         self.emit("%s = %s" % (v.name, self.r.choice(forms).format(x=x.name, c=c)), "scalar")
 
@@ -617,11 +632,9 @@ class Gen:
         g = self.pick(lambda v: v is not w and v.dtype == dt and v.shape == w.shape,
                       lambda: self.new_input(w.shape, dt, grad=False))
         lr = "abs(%s)" % self.scalar() if r.random() < 0.7 else "0.1"
-        if "S[it]" in lr:
-            self.exact = False  # lifted updates round like MXNet's kernels, not always bit for bit
         state = lambda: self.new_input(w.shape, dt, grad=False, lo=0.0, hi=0.5).name  # noqa: E731
         k = r.randrange(8)
-        wd = r.choice(["0.0", "0.01"])
+        wd = r.choice(["0.0", "0.01"] + (["3e-4", "0.07"] if self.decimals else []))
         if k == 0:
             self.emit("nd.sgd_update(%s, %s, lr=%s, wd=%s, out=%s)" % (w.name, g.name, lr, wd, w.name), "optimizer")
         elif k == 1:
