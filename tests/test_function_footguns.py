@@ -83,6 +83,48 @@ def test_frozen_loop_count():
     assert len(f.fragments[0].info()["variants"]) == 3
 
 
+def test_loop_that_runs_zero_times_keeps_the_value_from_before():
+    """Footgun: a name assigned only inside an unrolled loop was taken as assigned by the
+    fragment, so with n == 0 the compiled body lost the value it had before the fragment
+    (UnboundLocalError where the plain function runs). Here such a name is also an input:
+    the body starts from the value it had (found by tests/stress/function_fuzz.py, seeds 1525
+    and 1506)."""
+    @minpy_jit.function
+    def f(x, y, n):
+        if x.shape[0] > 1:
+            t = x + 1          # bound before the fragment, on either branch
+        else:
+            t = x - 1
+        for _ in range(n):
+            t = y * 3          # the fragment's only write of t
+            x = y * 2          # a parameter rebound in the loop, read after it
+        u = t * 2 + x
+        return u, t
+
+    x, y = arr(rand(3, 2)), arr(rand(3, 2))
+    for n in (2, 2, 0, 3, 0, 2):
+        assert_same(f.original(x, y, n), f(x, y, n))
+
+
+def test_augmented_assignment_in_a_loop_reads_the_fragments_result():
+    """Footgun: `t += x` in a `while` loop (a boundary) reads t, which the fragment before the
+    loop assigns; an analysis that counts `t +=` only as a write drops t from the fragment's
+    outputs, and the loop fails on an unbound t (fuzz seed 1694)."""
+    @minpy_jit.function
+    def f(x, n):
+        t = x * 2
+        seen = [t]             # the loop's in-place `t +=` shows through the list
+        j = 0
+        while j < n:
+            j += 1
+            t += x             # the only read of t after the fragment
+        return seen
+
+    x = arr(rand(4))
+    for n in (2, 2, 0, 3):
+        assert_same(f.original(x, n), f(x, n))
+
+
 # ------------------------------------------------------------------ frozen global
 
 def test_frozen_global_scalar():

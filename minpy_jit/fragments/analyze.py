@@ -70,6 +70,7 @@ class FragmentSpec:
         self.input_nodes = {}     # name -> the Name node of its first read (for positions)
         self.outputs = []         # names assigned here and read elsewhere (or carried round a loop)
         self.maybe_unbound = []   # outputs that may be unbound when the fragment ends
+        self.maybe_unbound_inputs = []  # inputs that may be unbound when it starts (passed as UNBOUND)
         self.returns = False      # ends with `return <value>`: the value is the last output
         self.returns_none = False  # ends with a bare `return`
         self.in_loop = False
@@ -235,6 +236,13 @@ class _Names(ast.NodeVisitor):
         elif not self.depth:
             self.bound.add(node.id)
 
+    def visit_AugAssign(self, node):
+        if isinstance(node.target, ast.Name):  # `t += 1` reads t as well as binding it
+            self.loads.append(node.target)
+            if self.depth:
+                self.nested_loads.add(node.target.id)
+        self.generic_visit(node)
+
     def visit_Global(self, node):
         if not self.depth:
             self.globals.update(node.names)
@@ -307,6 +315,8 @@ def _loads_in(nodes):
         for sub in ast.walk(n):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
                 out.append(sub)
+            elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+                out.append(sub.target)  # read as well as written (as _Names counts it)
     return out
 
 
@@ -350,9 +360,13 @@ class _ReadsWrites(ast.NodeVisitor):
 
     def visit_For(self, node):
         self.visit(node.iter)
+        before = set(self.written)
         self.visit(node.target)
         for s in node.body:
             self.visit(s)
+        # the loop may run zero times: a name it writes is not surely written after it, so a
+        # later read may still see the value from before the fragment (an input)
+        self.written = before
 
     def visit_NamedExpr(self, node):
         self.visit(node.value)
@@ -616,7 +630,6 @@ def _plan_block(plan, stmts, bound, in_loop):
     """Splits one statement list; recurses into the bodies of boundary statements."""
     current = []
     current_bound = bound
-    written = set()
 
     def close():
         nonlocal current
@@ -638,7 +651,7 @@ def _plan_block(plan, stmts, bound, in_loop):
             why = _static_boundary(plan, stmt)
         if why is None:
             # every local it reads must be bound when the fragment starts (or written earlier in it)
-            rw = _ReadsWrites(written if current else ())
+            rw = _ReadsWrites(_bound_after_block(current, set()) if current else ())
             rw.visit(stmt)
             start_bound = current_bound if current else bound
             for name, node in rw.reads:
@@ -648,9 +661,7 @@ def _plan_block(plan, stmts, bound, in_loop):
         if why is None:
             if not current:
                 current_bound = bound
-                written = set()
             current.append(stmt)
-            written |= _written_names(stmt)
             bound = _bound_after(stmt, bound)
             if isinstance(stmt, ast.Return):
                 close()
@@ -741,7 +752,18 @@ def _finish_fragment(plan, frag):
         else:
             frag.returns = True
     frag.outputs = outs
+    body = frag.stmts[:-1] if frag.returns or frag.returns_none else frag.stmts
+    # An output the fragment may leave unassigned (a loop that runs zero times) keeps the value
+    # it had before, so the body function starts from that value: it is an input too. Where
+    # it may be unbound before, the call passes UNBOUND and the name stays unbound after.
+    assigned = _bound_after_block(body, set())
+    for name in outs:
+        if name in seen or (assigned is not None and name in assigned):
+            continue
+        frag.inputs.append(name)
+        frag.input_lines[name] = frag.first_line
+        if name not in frag.bound_at_start:
+            frag.maybe_unbound_inputs.append(name)
     # outputs that may still be unbound at the end (assigned only inside an unrolled loop)
-    end_bound = _bound_after_block(frag.stmts[:-1] if frag.returns or frag.returns_none else frag.stmts,
-                                   set(frag.bound_at_start))
+    end_bound = _bound_after_block(body, set(frag.bound_at_start))
     frag.maybe_unbound = [n for n in outs if end_bound is not None and n not in end_bound]

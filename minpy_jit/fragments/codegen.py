@@ -120,6 +120,16 @@ class _Instrument(ast.NodeTransformer):
 
 # ------------------------------------------------------------------ fragment bodies
 
+def _read_or_unbound(tmp, name, at):
+    """`try: tmp = name` / `except NameError: tmp = UNBOUND` (UnboundLocalError is a NameError)."""
+    def assign(value):
+        return ast.copy_location(ast.Assign(targets=[_name(tmp, at, ast.Store())], value=value), at)
+    handler = ast.copy_location(ast.ExceptHandler(type=_name("NameError", at), name=None,
+                                                  body=[assign(_name(UNBOUND_NAME, at))]), at)
+    return ast.copy_location(ast.Try(body=[assign(_name(name, at))], handlers=[handler], orelse=[], finalbody=[]),
+                             at)
+
+
 def _body_function(plan, frag, instrument):
     """FunctionDef `name(inputs) -> tuple(outputs)` holding the fragment's statements."""
     stmts = [copy.deepcopy(s) for s in frag.stmts]
@@ -138,14 +148,7 @@ def _body_function(plan, frag, instrument):
     for out in frag.outputs:
         if out in frag.maybe_unbound:
             tmp = "__mj_o_" + out
-            stmts.append(ast.copy_location(ast.Try(
-                body=[ast.copy_location(ast.Assign(targets=[_name(tmp, first, ast.Store())],
-                                                   value=_name(out, first)), first)],
-                handlers=[ast.copy_location(ast.ExceptHandler(
-                    type=_name("NameError", first), name=None,
-                    body=[ast.copy_location(ast.Assign(targets=[_name(tmp, first, ast.Store())],
-                                                       value=_name(UNBOUND_NAME, first)), first)]), first)],
-                orelse=[], finalbody=[]), first))
+            stmts.append(_read_or_unbound(tmp, out, first))
             names.append(tmp)
         else:
             names.append(out)
@@ -188,16 +191,22 @@ def _fragment_call(frag):
     """The statements that stand in for a fragment in the rewritten function."""
     first = frag.stmts[0]
     args = []
+    before = []  # an input that may be unbound is read as UNBOUND (try: tmp = x except NameError: ...)
     for name in frag.inputs:
         at = frag.input_nodes.get(name, first)
-        args.append(_name(name, at))
+        if name in frag.maybe_unbound_inputs:
+            tmp = "__mj_i_" + name
+            before.append(_read_or_unbound(tmp, name, first))
+            args.append(_name(tmp, at))
+        else:
+            args.append(_name(name, at))
     call = _call("__mj_f%d" % frag.index, args, first)
     targets = list(frag.outputs)
     if frag.returns:
         if not targets:
             return [ast.copy_location(ast.Return(value=call), first)]
         targets.append("__mj_ret")
-    stmts = []
+    stmts = before
     last = frag.stmts[-1]  # the outputs are bound when the fragment's statements are done
     if not targets:
         stmts.append(ast.copy_location(ast.Expr(value=call), first))
