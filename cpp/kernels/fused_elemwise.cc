@@ -34,6 +34,7 @@
 #include "fused_ssa.h"
 #include "libm_check.h"
 #include "vmath.h"
+#include "vmath_avx512.h"
 
 using namespace mxnet::ext;
 
@@ -247,6 +248,12 @@ KI void exp_of(float* __restrict d, const float* __restrict a, int64_t n, const 
   }
 }
 
+// True when the CPU has AVX-512: the loops of vmath_avx512.cc may run.
+KI bool wide_lanes() {
+  static const bool wide = __builtin_cpu_supports("avx512f");
+  return wide;
+}
+
 KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms& libm, const uint64_t* table) {
   float* d = buf[in.dst];
   const float* a = in.a >= 0 ? buf[in.a] : nullptr;
@@ -263,7 +270,8 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms
       exp_of(d, a, n, libm, table, -1.0f, [](float e) { return 1.0f / (1.0f + e); });
       break;
     case kTanh:
-      if (libm.tanh_reproduced) vm::tanhf_fdlibm_loop(d, a, n);
+      if (libm.tanh_reproduced && wide_lanes()) vm::tanhf_loop_avx512(d, a, n);
+      else if (libm.tanh_reproduced) vm::tanhf_fdlibm_loop<vm::F8>(d, a, n);
       else unary(d, a, n, [](float x) { return ::tanhf(x); });
       break;
     case kExp: exp_of(d, a, n, libm, table, 1.0f, [](float e) { return e; }); break;

@@ -171,6 +171,20 @@ template <> struct Lanes<F8> {
   __attribute__((always_inline)) static F8 to_f(I i) { return __builtin_convertvector(i, F8); }
   __attribute__((always_inline)) static U i_to_u(I i) { return (U8)i; }
 };
+// Sixteen lanes: one AVX-512 register where the including file is built for AVX-512
+// (vmath_avx512.cc); elsewhere GCC splits F16 into narrower pieces, far slower.
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+typedef uint32_t U16 __attribute__((vector_size(64)));
+template <> struct Lanes<F16> {
+  using I = I16;
+  using U = U16;
+  __attribute__((always_inline)) static U as_u(F16 x) { return (U16)x; }
+  __attribute__((always_inline)) static F16 as_f(U u) { return (F16)u; }
+  __attribute__((always_inline)) static I to_i(F16 x) { return __builtin_convertvector(x, I16); }
+  __attribute__((always_inline)) static F16 to_f(I i) { return __builtin_convertvector(i, F16); }
+  __attribute__((always_inline)) static U i_to_u(I i) { return (U16)i; }
+};
 
 // expm1f of the classic fdlibm float algorithm (glibc's sysdeps/ieee754/flt-32 s_expm1f):
 // reduce x = k*ln2 + r (r split hi/lo), a rational approximation of expm1 on r, then one
@@ -246,14 +260,18 @@ VM_INLINE F tanhf_fdlibm(F x) {
   return y;
 }
 
-// d[j] = tanhf(a[j]) eight at a time, then the tail one by one. Everything here is
-// always_inline: an F8 must never cross a call between code built for different ISAs.
+// d[j] = tanhf(a[j]) a vector V (F8, or F16 in vmath_avx512.cc) at a time, then the tail
+// one by one. Every lane runs the same float operations whatever the width, so the width
+// changes no bit. Everything here is always_inline: a vector must never cross a call between
+// code built for different ISAs.
+template <class V>
 VM_INLINE void tanhf_fdlibm_loop(float* __restrict d, const float* __restrict a, int64_t n) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    F8 x;
+  for (; j + kLanes <= n; j += kLanes) {
+    V x;
     std::memcpy(&x, a + j, sizeof x);
-    const F8 y = tanhf_fdlibm<F8>(x);
+    const V y = tanhf_fdlibm<V>(x);
     std::memcpy(d + j, &y, sizeof y);
   }
   for (; j < n; ++j) d[j] = tanhf_fdlibm<float>(a[j]);
