@@ -552,7 +552,10 @@ def main():
                     help="with --history: also shrink the programs' statements for up to this many seconds")
     ap.add_argument("--trial-timeout", type=float, default=120,
                     help="with --history: seconds per trial subprocess, plus 0.5 s per program replayed")
+    ap.add_argument("--no-fork", action="store_true",
+                    help="with --history: every trial a new interpreter instead of a fork of one that imported MXNet")
     ap.add_argument("--replay", metavar="JSON", help=argparse.SUPPRESS)
+    ap.add_argument("--replay-serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--from-k", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--to-k", type=int, default=0, help=argparse.SUPPRESS)
@@ -573,6 +576,9 @@ def main():
         return
     if args.replay:
         fuzz_history.replay_child(args.replay)
+        return
+    if args.replay_serve:
+        fuzz_history.replay_server()
         return
     if args.history is not None:
         sys.exit(fuzz_history.history(args))

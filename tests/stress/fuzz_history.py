@@ -100,19 +100,15 @@ def program_record(prog):
     return {"seed": prog.seed, "source": prog.source(), "config": prog.config, "exact": prog.exact}
 
 
-def replay_child(path):
-    """Runs the programs listed in the JSON file `path` in this process as the worker did (each
-    compared eagerly vs jit(); one that differs also gets the worker's second eager run); prints
-    the last one's difference as one JSON line on the real stdout."""
+def replay(programs):
+    """Runs the programs (seeds or program records) in this process as the worker did (each
+    compared eagerly vs jit(); one that differs also gets the worker's second eager run); returns
+    the last one's difference, and whether three more eager runs of it differ (MXNet's garbage)."""
     import fuzz
     import fuzz_gen
-    with open(path) as f:
-        spec = json.load(f)
-    out = sys.stdout
-    sys.stdout = sys.stderr  # programs and MXNet print; the protocol keeps stdout
     h = fuzz.harness()
     diff = eager = None
-    for rec in spec["programs"]:
+    for rec in programs:
         prog = fuzz_gen.generate(rec) if isinstance(rec, int) else _Recorded(rec)
         try:
             diff, eager = fuzz.check(prog)
@@ -121,12 +117,56 @@ def replay_child(path):
         except Exception as e:  # noqa: BLE001 - as the worker: a harness error ends nothing
             diff, eager = "harness error: %r" % (e,), None
     flaky = False
-    if diff is not None and eager is not None:  # the worker's test, three times: MXNet's own garbage?
+    if diff is not None and eager is not None:
         fn = fuzz.compile_program(prog)
         flaky = any(h.first_difference(eager, h.run(fn, prog.seed, use_jit=False), exact=True) for _ in range(3))
-    out.write(json.dumps({"diff": diff, "name_error": bool(eager) and fuzz._mentions_name_error(eager),
-                          "eager_flaky": flaky}) + "\n")
+    return {"diff": diff, "name_error": bool(eager) and fuzz._mentions_name_error(eager), "eager_flaky": flaky}
+
+
+def replay_child(path):
+    """fuzz.py --replay FILE: replay() of the programs listed in FILE; one JSON line on stdout."""
+    with open(path) as f:
+        spec = json.load(f)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # programs and MXNet print; the protocol keeps stdout
+    out.write(json.dumps(replay(spec["programs"])) + "\n")
     out.flush()
+
+
+def replay_server():
+    """fuzz.py --replay-serve: imports MXNet and minpy_jit once, then for each request line on
+    stdin (a JSON file of programs, a result file, a timeout) forks a child that replays them in a
+    process whose jit() state is fresh (this one never runs a program) and writes the result;
+    answers with one line on stdout. Saves the 1-8 s of a new interpreter per trial."""
+    import signal
+    import fuzz
+    fuzz.harness()  # mxnet, minpy_jit and the harness's CustomOp, imported before any fork
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                with open(req["programs"]) as f:
+                    res = replay(json.load(f)["programs"])
+                with open(req["result"], "w") as f:
+                    json.dump(res, f)
+            finally:
+                os._exit(0)
+        deadline = time.time() + req["timeout"]
+        status = None
+        while time.time() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            status = "timeout after %.0f s" % req["timeout"]
+        out.write(json.dumps({"status": status}) + "\n")
+        out.flush()
 
 
 class _Recorded:
@@ -144,36 +184,76 @@ def location(diff):
 
 
 class Replayer:
-    """Runs a list of programs (seeds or program records) in a fresh subprocess; remembers each
-    trial's outcome. `reproduces(programs)` is True when the last program's difference has the
-    target's kind and location."""
+    """Runs a list of programs (seeds or program records) in a fresh process (a fork of a server
+    that imported MXNet once, or with fork=False a new interpreter); counts the trials.
+    `reproduces(programs)` is True when the last program's difference has the target's kind and
+    location."""
 
-    def __init__(self, kind, where, timeout_s=120.0, per_program_s=0.5, log=print):
+    def __init__(self, kind, where, timeout_s=120.0, per_program_s=0.5, log=print, fork=True):
         self.kind, self.where = kind, where
         self.timeout_s, self.per_program_s = timeout_s, per_program_s
         self.log = log
+        self.fork = fork
+        self.server = None
         self.trials = 0
+
+    def _env(self):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(HERE)) + os.pathsep + env.get("PYTHONPATH", "")
+        return env
 
     def run(self, programs):
         self.trials += 1
         fd, path = tempfile.mkstemp(prefix="fuzz_history_", suffix=".json")
         with os.fdopen(fd, "w") as f:
             json.dump({"programs": programs}, f)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(HERE)) + os.pathsep + env.get("PYTHONPATH", "")
         timeout = self.timeout_s + self.per_program_s * len(programs)
+        try:
+            return self._forked(path, timeout) if self.fork else self._fresh(path, timeout)
+        finally:
+            os.unlink(path)
+
+    def _fresh(self, path, timeout):
         try:
             p = subprocess.run([sys.executable, os.path.join(HERE, "fuzz.py"), "--replay", path],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               timeout=timeout, env=env)
+                               timeout=timeout, env=self._env())
         except subprocess.TimeoutExpired:
             return {"diff": None, "error": "timeout after %.0f s" % timeout}
-        finally:
-            os.unlink(path)
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         if p.returncode != 0 or not lines:
             return {"diff": None, "error": "exit status %d" % p.returncode}
         return json.loads(lines[-1])
+
+    def _forked(self, path, timeout):
+        import select
+        if self.server is None or self.server.poll() is not None:
+            self.server = subprocess.Popen([sys.executable, os.path.join(HERE, "fuzz.py"), "--replay-serve"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, text=True, bufsize=1, env=self._env())
+        result = path + ".out"
+        self.server.stdin.write(json.dumps({"programs": path, "result": result, "timeout": timeout}) + "\n")
+        self.server.stdin.flush()
+        ready, _, _ = select.select([self.server.stdout], [], [], timeout + 60)
+        line = self.server.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            return {"diff": None, "error": "replay server did not answer"}
+        status = json.loads(line)["status"]
+        try:
+            with open(result) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {"diff": None, "error": "child status %s" % (status,)}
+        finally:
+            if os.path.exists(result):
+                os.unlink(result)
+
+    def close(self):
+        if self.server is not None:
+            self.server.kill()
+            self.server.wait(timeout=30)
+            self.server = None
 
     def reproduces(self, programs):
         import fuzz
@@ -208,11 +288,23 @@ def history(args):
     log("seed %d: its worker started at seed %d; %d programs before it" % (seed, first, len(prior)))
 
     target = fuzz_gen.generate(seed)
-    probe = Replayer(None, None, args.trial_timeout, log=log)
+    probe = Replayer(None, None, args.trial_timeout, log=log, fork=not args.no_fork)
+    try:
+        return _history(args, seed, prior, target, probe, log)
+    finally:
+        probe.close()
+
+
+def _history(args, seed, prior, target, probe, log):
+    import fuzz
+    import fuzz_gen
     r = probe.run([seed])
     log("standalone: %s%s" % (r["diff"] or "eager and jit() agree", " (eager not deterministic)" if r.get("eager_flaky") else ""))
     # Confirm on the last 200 programs first (most causes are recent), else on the whole history.
-    for size in sorted({min(200, len(prior)), len(prior)}):
+    sizes = sorted({min(200, len(prior)), len(prior)})
+    if r["diff"] is not None and fuzz.kind_of(r["diff"]) is not None and not r.get("eager_flaky"):
+        sizes = [0]  # it differs alone: no history needed
+    for size in sizes:
         suffix = prior[len(prior) - size:]
         r = probe.run(suffix + [seed])
         diff = r["diff"]
@@ -225,7 +317,8 @@ def history(args):
     if r.get("eager_flaky"):
         log("eager MXNet is not deterministic here: four eager runs of seed %d after its history differ" % seed)
         return 3
-    rep = Replayer(fuzz.kind_of(diff), location(diff), args.trial_timeout, log=log)
+    rep = probe
+    rep.kind, rep.where = fuzz.kind_of(diff), location(diff)
 
     # The shortest suffix of the history that reproduces, then minimize() over it.
     size = 25
