@@ -1,12 +1,15 @@
 """How many launches one W3 training step takes under jit(): compiled graphs run, and calls of
 MXNet's autograd backward (Imperative::Backward, which builds, plans and runs a backward graph
-of its own), with backward() inside our graph (the default) and without it.
+of its own), in three settings: the whole step as one graph (backward() inside our graph and its
+trace left open for the update: the default), backward() inside our graph with the update as a
+second graph (config(whole_step=False)), and backward() left to MXNet's autograd
+(config(backward_in_graph=False)).
 
     .venv/bin/python benchmarks/launches_per_step.py [--steps 20] [--time]
 
 Counts, not times: the numbers do not depend on the machine's load. --time also times the
-W3 step (Gluon + Trainer sgd, and the NDArray form) under jit() both ways and eager,
-interleaved in one run (timing.compare), and prints the ratios.
+W3 step (Gluon + Trainer sgd, and the NDArray form) under jit() in the three settings and
+eagerly, interleaved in one run (timing.compare), and prints the ratios.
 """
 import argparse
 import os
@@ -20,6 +23,12 @@ from w3_mlp_step import NDSetup, Setup, initial_weights  # noqa: E402
 
 OPTIMIZERS = (("sgd", {"learning_rate": 0.1}), ("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
               ("adam", {"learning_rate": 0.01}))
+
+
+WHOLE, SPLIT, AUTOGRAD = "whole step, one graph", "backward in graph + update", "backward by MXNet autograd"
+SETTINGS = {AUTOGRAD: dict(backward_in_graph=False, whole_step=False),
+            SPLIT: dict(backward_in_graph=True, whole_step=False),
+            WHOLE: dict(backward_in_graph=True, whole_step=True)}
 
 
 def per_step(setup, steps):
@@ -41,9 +50,9 @@ def main():
     init = initial_weights()
     print("W3 step under jit(), per step over %d steps: compiled graphs run, MXNet autograd backward calls"
           % steps)
-    for in_graph in (False, True):
-        minpy_jit.config(backward_in_graph=in_graph)
-        label = "backward() in our graph" if in_graph else "backward() by MXNet autograd"
+    for setting in SETTINGS:
+        minpy_jit.config(**SETTINGS[setting])
+        label = setting
         for opt, kw in OPTIMIZERS:
             s = Setup("jit", init)
             s.trainer = s.trainer.__class__(s.net.collect_params(), opt, kw)
@@ -54,7 +63,7 @@ def main():
         g, b, fl = per_step(NDSetup("nd-jit", init), steps)
         print("  %-30s NDArray form (sgd_update) : %.1f graphs, %.1f autograd backward; flushes %s"
               % (label, g, b, fl))
-    minpy_jit.config(backward_in_graph=True)
+    minpy_jit.config(**SETTINGS[WHOLE])
     if args.time:
         time_both(init)
 
@@ -64,22 +73,24 @@ def time_both(init):
     for form, make in (("Gluon + Trainer", lambda m: Setup(m, init)), ("NDArray form", lambda m: NDSetup(m, init))):
         jit_mode = "jit" if form == "Gluon + Trainer" else "nd-jit"
         fns[form + ", eager"] = make("eager" if jit_mode == "jit" else "nd-eager").step
-        for in_graph in (True, False):
+        for setting, cfg in SETTINGS.items():
             setup = make(jit_mode)
 
-            def step(setup=setup, in_graph=in_graph):
-                minpy_jit.config(backward_in_graph=in_graph)
+            def step(setup=setup, cfg=cfg):
+                minpy_jit.config(**cfg)
                 return setup.step()
-            fns["%s, jit() backward %s" % (form, "in our graph" if in_graph else "by MXNet autograd")] = step
+            fns["%s, jit() %s" % (form, setting)] = step
     res = timing.compare(fns)
-    minpy_jit.config(backward_in_graph=True)
+    minpy_jit.config(**SETTINGS[WHOLE])
     timing.print_env()
     ms = {k: r.median * 1e3 for k, r in res.items()}
     timing.table([[k, "%.3f" % ms[k], "%.0f%%" % (100 * res[k].spread)] for k in fns], ["W3 step", "ms", "spread"])
     for form in ("Gluon + Trainer", "NDArray form"):
-        e, a, b = (ms[form + s] for s in (", eager", ", jit() backward in our graph", ", jit() backward by MXNet autograd"))
-        print("%s: eager/jit %s with backward in our graph, %s with MXNet's autograd backward; "
-              "autograd-backward/in-graph %s" % (form, timing.ratio(e, a), timing.ratio(e, b), timing.ratio(b, a)))
+        e = ms[form + ", eager"]
+        w, sp, a = (ms["%s, jit() %s" % (form, s)] for s in (WHOLE, SPLIT, AUTOGRAD))
+        print("%s: eager/jit %s with the whole step as one graph, %s with backward in our graph + update, "
+              "%s with MXNet's autograd backward; (backward in graph + update)/(whole step) %s"
+              % (form, timing.ratio(e, w), timing.ratio(e, sp), timing.ratio(e, a), timing.ratio(sp, w)))
 
 
 if __name__ == "__main__":

@@ -210,8 +210,9 @@ def main():
     print("ratio hybridized/jit %s" % timing.ratio(ms["hybrid"], ms["jit"]))
     print("ratio eager/jit, NDArray form %s" % timing.ratio(ms["nd-eager"], ms["nd-jit"]))
     for m, form in (("jit", "Gluon + Trainer"), ("nd-jit", "NDArray form")):
-        print("jit() launches per step, %s: %.1f compiled graphs (forward + backward as one graph, then the "
-              "update), %.1f MXNet autograd backward calls" % (form, launches[m][0], launches[m][1]))
+        print("jit() launches per step, %s: %.1f compiled graphs (forward, backward and update as one graph: "
+              "benchmarks/launches_per_step.py), %.1f MXNet autograd backward calls"
+              % (form, launches[m][0], launches[m][1]))
     print("jit stats over the timed steps: cache_hits=%d cache_misses=%d flushes=%s executions=%d "
           "eager_replays=%d fallbacks=%s" % (jit_stats["cache_hits"], jit_stats["cache_misses"],
                                              jit_stats["flushes"], jit_stats["executions"],

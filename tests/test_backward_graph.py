@@ -1,7 +1,8 @@
 """backward() inside our graph: the recorded forward and MXNet's gradient of it run as one launch.
 
-A training step under jit() is then two launches (forward + backward, optimizer update), and
-no MXNet autograd backward call. Gradients, losses and weights are compared bit for bit with
+A training step under jit() is then one launch (forward, backward and the optimizer update: the
+trace stays open past backward(), config(whole_step=True), from the second step on), or two
+with whole_step=False (forward + backward, then the update), and no MXNet autograd backward call. Gradients, losses and weights are compared bit for bit with
 eager MXNet; the cases where the graph cannot give eager's result must leave backward() to
 MXNet's autograd (stats()['backward_by_mxnet']) and still match.
 """
@@ -34,7 +35,15 @@ def fresh():
     minpy_jit.clear_cache()
     minpy_jit.config(recompile_limit=BIG, backward_in_graph=True)
     yield
-    minpy_jit.config(recompile_limit=old["recompile_limit"], backward_in_graph=old["backward_in_graph"])
+    minpy_jit.config(recompile_limit=old["recompile_limit"], backward_in_graph=old["backward_in_graph"],
+                     whole_step=old["whole_step"])
+
+
+def launches(whole_step, steps):
+    """Graphs a training loop of `steps` steps runs: one a step with whole_step (the first step
+    runs its forward and backward at backward() and the update at scope exit, so that an error
+    building the gradient is raised by backward() as eagerly), else two a step."""
+    return (steps + 1) if whole_step else 2 * steps
 
 
 def both(run):
@@ -83,8 +92,10 @@ def _mlp(dropout=0.0, bn=False):
                                           ("adam", {"learning_rate": 0.01}, {}),
                                           ("sgd", {"learning_rate": 0.1}, {"dropout": 0.3, "bn": True})],
                          ids=["momentum", "adam", "dropout-batchnorm"])
-def test_gluon_trainer_50_steps_two_launches_per_step(opt, kw, extra):
+@pytest.mark.parametrize("whole_step", [True, False], ids=["one-launch", "two-launches"])
+def test_gluon_trainer_50_steps_launches_per_step(opt, kw, extra, whole_step):
     steps = 50
+    minpy_jit.config(whole_step=whole_step)
 
     def run(use_jit):
         mx.random.seed(3)
@@ -108,14 +119,17 @@ def test_gluon_trainer_50_steps_two_launches_per_step(opt, kw, extra):
     eager, jitted, st = both(run)
     assert_bits(eager, jitted)
     assert st["backward_in_graph"] == steps and st["backward_by_mxnet"] == 0, st
-    # forward+backward, then the update (the first step also makes the optimizer's states)
-    assert 2 * steps <= st["executions"] <= 2 * steps + 1 and st["eager_replays"] == 0, st
+    # (the first step may also make the optimizer's states in a graph of their own)
+    assert launches(whole_step, steps) <= st["executions"] <= launches(whole_step, steps) + 1, st
+    assert st["eager_replays"] == 0, st
 
 
-def test_ndarray_form_sgd_update_per_weight_50_steps():
-    """nd ops, autograd, sgd_update per weight reading w.grad: two launches a step (reading
-    .grad does not cut the trace)."""
+@pytest.mark.parametrize("whole_step", [True, False], ids=["one-launch", "two-launches"])
+def test_ndarray_form_sgd_update_per_weight_50_steps(whole_step):
+    """nd ops, autograd, sgd_update per weight reading w.grad: one launch a step (reading
+    .grad, a new handle on the gradient buffer each time, does not cut the trace)."""
     steps = 50
+    minpy_jit.config(whole_step=whole_step)
 
     def run(use_jit):
         rs = np.random.RandomState(4)
@@ -138,7 +152,7 @@ def test_ndarray_form_sgd_update_per_weight_50_steps():
 
     eager, jitted, st = both(run)
     assert_bits(eager, jitted)
-    assert st["backward_in_graph"] == steps and st["executions"] == 2 * steps, st
+    assert st["backward_in_graph"] == steps and st["executions"] == launches(whole_step, steps), st
 
 
 # ------------------------------------------------------------------ forms that run inside the graph

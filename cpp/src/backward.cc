@@ -59,6 +59,28 @@ bool legacy_gradient(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// Whether the trace may stay open past its backward node (Config::whole_step). Only once the
+// same forward and backward (the backward node's position: everything recorded up to it) has
+// been built and run as one graph at backward() (Runtime::backward_built): an error building
+// the gradient (an op without one) is then raised by backward() itself, as eagerly. Later reads
+// of a gradient must find the backward node's value, through whatever handle they use
+// (Trace::canonical, by storage chunk). Not when the trace already holds another handle on
+// a gradient buffer's storage (the forward read `w.grad`, or a view of it): that one would
+// keep its old value; the flush's alias check would replay such a trace eagerly, so it
+// runs now instead, as before.
+bool keeps_pending(const Trace& t, const std::vector<NDArrayHandle>& grads) {
+  if (!R->cfg.whole_step || !peek_works() || !chunk_identity_works()) return false;
+  if (!R->backward_built.count(t.nodes.back().position)) return false;
+  std::unordered_set<const void*> chunks;
+  for (NDArrayHandle g : grads)
+    if (!chunks.insert(chunk_of(g)).second) return false;  // two buffers on one storage
+  for (const auto& kv : t.slots)
+    if (chunks.count(chunk_of(kv.first)) &&
+        std::find(grads.begin(), grads.end(), kv.first) == grads.end())
+      return false;
+  return true;
+}
+
 }  // namespace
 
 bool is_backward_node(const Node& n) { return n.op == &backward_op(); }
@@ -222,7 +244,22 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
   ++R->stats.ops_recorded;
   ++R->pending;
   ++R->stats.backward_in_graph;
+  if (keeps_pending(t, grads)) {
+    // The whole step in one graph: the trace stays open, so the update that reads these
+    // gradients joins it (record.cc lets ops recorded with autograd off follow a backward
+    // node). MXNet's backward marks the gradients fresh when it is called: so here.
+    for (NDArrayHandle g : grads) t.grad_buffers[chunk_of(g)] = g;
+    for (NDArrayHandle v : variables) MX_CALL(MXNDArraySetGradState(v, 1));
+    ++R->stats.backward_pending;
+    return true;
+  }
+  const uint64_t position = t.nodes.back().position;
+  const uint64_t executions = R->stats.executions, replays = R->stats.eager_replays;
   flush_thread(ts, "backward", user_site());
+  if (R->stats.executions == executions + 1 && R->stats.eager_replays == replays) {  // built and ran
+    if (R->backward_built.size() > (1u << 12)) R->backward_built.clear();  // bounded: new shapes at every step
+    R->backward_built.insert(position);
+  }
   for (NDArrayHandle v : variables) MX_CALL(MXNDArraySetGradState(v, 1));  // as MXNet's backward does
   return true;
 }

@@ -62,7 +62,10 @@ PyMethodDef grad_state_def = {"grad_state", int_of<MXNDArrayGetGradState>, METH_
                               "The fresh-gradient flag of an NDArray (NDArray._fresh_grad)."};
 
 // Setting the flag needs the array's autograd entry, which a pending lazy result only gets
-// when its trace runs: pending work is flushed first, as the guarded ctypes path does.
+// when its trace runs: pending work is flushed first, as the guarded ctypes path does. A
+// variable (attach_grad, a Gluon parameter) has its entry already, and the flag is all the
+// call touches: no flush, so that Trainer.step, which clears the flag of every parameter
+// before its update, does not cut a step left open by backward() (backward.cc).
 PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   if (nargs != 2) {
     PyErr_SetString(PyExc_TypeError, "set_grad_state(array, state)");
@@ -73,7 +76,9 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   if (state < 0) return nullptr;
   try {
     note_data_access(kGradStateSet);
-    if (R->pending || launches_in_flight()) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
+    int req = 0;
+    const bool variable = autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable;
+    if (!variable && (R->pending || launches_in_flight())) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -153,6 +158,7 @@ py::dict stats_dict() {
   d["fused_kernels"] = s.fused_kernels;
   d["backward_in_graph"] = s.backward_in_graph;
   d["backward_by_mxnet"] = s.backward_by_mxnet;
+  d["backward_pending"] = s.backward_pending;
   d["fused_ops"] = s.fused_ops;
   d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
                           py::arg("arrays_pushed") = s.kvstore.arrays_pushed,
@@ -286,6 +292,7 @@ PYBIND11_MODULE(_core, m) {
     R->cache.clear();
     for (auto& kv : R->sites) kv.second = Site();  // entries stay: threads point at them
     R->seen_positions.clear();
+    R->backward_built.clear();
   });
   m.def("configure", [](py::dict kw) {
     for (auto item : kw) {
@@ -295,6 +302,7 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "segment_ops") R->cfg.segment_ops = v.cast<size_t>();
       else if (k == "async_launch") R->cfg.async_launch = v.cast<bool>();
       else if (k == "backward_in_graph") R->cfg.backward_in_graph = v.cast<bool>();
+      else if (k == "whole_step") R->cfg.whole_step = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -315,6 +323,7 @@ PYBIND11_MODULE(_core, m) {
     d["segment_ops"] = R->cfg.segment_ops;
     d["async_launch"] = R->cfg.async_launch;
     d["backward_in_graph"] = R->cfg.backward_in_graph;
+    d["whole_step"] = R->cfg.whole_step;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

@@ -72,7 +72,7 @@ void flush_holders(const std::vector<NDArrayHandle>& handles, const std::string&
     for (ThreadState* ts : states) {
       if (ts->trace.empty() || ts->busy || ts->flushing) continue;
       for (NDArrayHandle h : handles) {
-        if (!ts->trace.slots.count(h)) continue;
+        if (!ts->trace.slots.count(ts->trace.canonical(h))) continue;
         if (where.empty()) where = user_site();
         flush_thread(*ts, cause + " (" + kInCallback + ")", where, eager);
         break;

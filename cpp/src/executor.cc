@@ -39,10 +39,9 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
   for (int attempt = 0;; ++attempt) {
     // In a recorded graph, BlockGrad would turn eager's error for a backward through an op
     // without gradient into zeros: such a segment runs op by op (later calls run eagerly).
-    if (trace.recording)
-      for (const Node& n : trace.nodes)
-        if (nondiff->count(n.op->name))
-          throw MXError("operator " + n.op->name + " has no gradient: recorded ops replayed one by one");
+    for (size_t i = 0; i < trace.nodes.size(); ++i)
+      if (trace.recorded_node(i) && nondiff->count(trace.nodes[i].op->name))
+        throw MXError("operator " + trace.nodes[i].op->name + " has no gradient: recorded ops replayed one by one");
     LoweredGraph g = lower(trace, outputs, *nondiff, fuse);
     SymbolHandle sym = nullptr;
     MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(g.json.c_str(), &sym); }));
@@ -188,20 +187,8 @@ void to_default_layout(void*, void* param) {
 
 void free_default_layout(void* param) { delete static_cast<DefaultLayout*>(param); }
 
-// separately: one engine op per array instead of one for all. MXNet's engine skips an op
-// whose variables hold an error and passes the error to every variable it writes, so one op
-// over all the arrays would carry one array's error into the others.
-void push_default_layout(const std::vector<NDArrayHandle>& arrays, bool separately = false) {
+void push_default_layout(const std::vector<NDArrayHandle>& arrays) {
   if (arrays.empty() || !chunk_reorder()) return;
-  if (separately && arrays.size() > 1) {
-    std::unordered_set<const void*> seen;
-    for (NDArrayHandle h : arrays) {
-      std::shared_ptr<const void> chunk = chunk_ref(h);
-      if (chunk && !seen.insert(chunk.get()).second) continue;
-      push_default_layout({h});
-    }
-    return;
-  }
   // One engine variable per chunk, and each only once: an op that lists a variable twice waits
   // for itself forever (MXNet checks only in debug builds). A graph whose two updates mutate
   // one momentum array lists it twice, as does a view beside its base array.
@@ -295,10 +282,13 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
   std::vector<NDArrayHandle> handle = replay_arrays(trace, outputs);
   std::vector<NDArrayHandle> temps;
   AutogradState state(trace.recording, trace.training);
+  std::unique_ptr<AutogradState> after_backward;
   try {
     for (const Node& n : trace.nodes) {
       if (is_backward_node(n)) {  // MXNet's own backward, into the variables' gradient buffers
         backward_eagerly(trace, n, handle);
+        // the ops after it (an optimizer update) were recorded with autograd off
+        after_backward = std::make_unique<AutogradState>(false, trace.training);
         continue;
       }
       std::vector<NDArrayHandle> ins, outs;
@@ -320,13 +310,11 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
       // One of our library ops (a lifted optimizer update) run eagerly: MXNet's layout rules
       // for library ops hold here as in a graph (see above). An array left in MKLDNN's
       // layout (a concat's result, updated in place through a view: fuzz seed 79251) made
-      // the op fail where eager's multi_sgd_update runs. One engine op per array: a weight
-      // holding the error of an op that failed before (a tile) must not pass it to the
-      // gradient or the learning rate, which eager's update only reads (fuzz seed 568635).
+      // the op fail where eager's multi_sgd_update runs.
       if (n.op->ours) {
         std::vector<NDArrayHandle> touched(ins);
         touched.insert(touched.end(), outs.begin(), outs.end());
-        push_default_layout(touched, /*separately=*/true);
+        push_default_layout(touched);
       }
       int nout = static_cast<int>(outs.size());
       NDArrayHandle* outp = outs.data();

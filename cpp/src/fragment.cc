@@ -649,7 +649,8 @@ NDArrayHandle copy_constant(NDArrayHandle src, const AVal& a) {
 // The stored nodes appended to the thread's open trace, as one unit.
 PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
   Trace& t = ts.trace;
-  if (!t.empty() && (t.recording != v.recording || t.training != v.training || t.np_shape != v.np_shape))
+  if (!t.empty() && (t.backward >= 0 || t.recording != v.recording || t.training != v.training ||
+                     t.np_shape != v.np_shape))  // a trace left open by backward(): see record.cc
     flush_thread(ts, "autograd state changed", user_site());
   if (t.empty()) t.start(v.recording, v.training, v.np_shape);
   std::vector<PyObject*> fresh(v.num_new, nullptr);
@@ -1269,6 +1270,9 @@ void register_fragment_api(py::module_& m) {
     FragmentState* F = state_of(cap);
     ThreadState& ts = me();
     if (ts.depth == 0) throw std::runtime_error("fragment capture outside a jit() scope");
+    // A trace left open by backward() (backward.cc) runs first: a fragment's ops are captured
+    // under one autograd state, from a trace that holds no backward node.
+    if (ts.trace.backward >= 0) flush_thread(ts, "backward", user_site());
     Capture c;
     c.F = F;
     c.n0 = ts.trace.nodes.size();

@@ -116,15 +116,16 @@ bool clips_an_added_gradient(const Trace& t, const Node& n) {
 // what the elementwise kernel's gradient covers: same-shape operands (a broadcast's
 // gradient is a reduction), no splits or slices (their gradient writes part of a wider
 // array), no optimizer updates. `update_key`: an optimizer update's grouping key (updates.h).
-Kind classify(const Trace& t, const Node& n, std::string* update_key) {
+// `recorded`: the node is in the trace's recorded part (Trace::recorded_node).
+Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_key) {
   if (update_op(n.op->name)) {
-    if (t.recording) return kNone;
+    if (recorded) return kNone;
     *update_key = update_group_key(t, n);
     return update_key->empty() ? kNone : kUpdate;
   }
   auto it = rules().find(n.op->name);
   if (it == rules().end()) return kNone;
-  if (t.recording) {
+  if (recorded) {
     Kind k = it->second.kind;
     if (k == kSplit || k == kSlice) return kNone;
     if (k == kClip && clips_an_added_gradient(t, n)) return kNone;
@@ -385,7 +386,8 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
       ps.push_back(d);
     }
     std::string update_key;
-    Kind k = classify(t, n, &update_key);
+    const bool recorded = t.recorded_node(i);
+    Kind k = classify(t, n, recorded, &update_key);
     int chosen = -1;
     // Joining g is legal when no input reaches g through a node outside it.
     auto legal = [&](int g, bool allow_inside) {
@@ -414,6 +416,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
         int p = t.values[*v].node;
         int g = p >= 0 ? group_of[p] : -1;
         if (g < 0 || groups[g].kind == kUpdate || groups[g].members.size() >= kMaxGroupOps) continue;
+        if (t.recorded_node(p) != recorded) continue;  // a forward unit and the update after backward() stay apart
         const AVal& gs = groups[g].shape;
         bool fits = reshapes ? same_dims(gs, in0) : (same_dims(gs, out) || gs.size() == 1);
         if (fits && legal(g, true)) chosen = g;
@@ -456,7 +459,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
   if (t.recording) {
     std::vector<int> reads(t.values.size(), 0);
     for (size_t i = 0; i < n_nodes; ++i)
-      if (live[i])
+      if (live[i] && (t.backward < 0 || static_cast<int>(i) <= t.backward))  // not the update after it
         for (int v : t.nodes[i].in) ++reads[v];
     many_contributions.assign(t.values.size(), 0);
     for (size_t v = 0; v < t.values.size(); ++v) many_contributions[v] = reads[v] > 2;
@@ -507,7 +510,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
 
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& grp = groups[g];
-    if (t.recording && !exact_gradient(grp)) continue;
+    if (t.recorded_node(grp.members[0]) && !exact_gradient(grp)) continue;
     if (t.runs_recorded() && grp.kind != kUpdate && recomputes_from_reachable(static_cast<int>(g), grp)) continue;
     FusedUnit u;
     if (grp.kind == kUpdate) {

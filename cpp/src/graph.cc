@@ -43,19 +43,29 @@ std::vector<std::vector<int>> control_edges(const Trace& t, const std::vector<ch
     if (after != before && std::find(deps[after].begin(), deps[after].end(), before) == deps[after].end())
       deps[after].push_back(before);
   };
+  // A backward node stands for the gradient nodes MXNet's pass adds, which may read any
+  // array the nodes before it read (a weight, the data): a write after it (the update of a
+  // step left open by backward()) waits for it (graph.cc makes that every gradient node).
+  std::vector<char> read_before_backward(t.values.size(), 0);
+  if (t.backward >= 0)
+    for (int n = 0; n < t.backward; ++n)
+      for (int v : t.nodes[n].in) read_before_backward[v] = 1;
+  auto reader = [&](size_t r, int value) {
+    return reads(t.nodes[r], value) || (static_cast<int>(r) == t.backward && read_before_backward[value]);
+  };
   // Writers into an external's memory wait for readers of its old value.
   for (const auto& o : outputs) {
     if (o.target_ext < 0) continue;
     int writer = t.values[o.value].node;
     for (size_t r = 0; r < t.nodes.size(); ++r)
-      if (live[r] && reads(t.nodes[r], o.target_ext)) add(writer, static_cast<int>(r));
+      if (live[r] && reader(r, o.target_ext)) add(writer, static_cast<int>(r));
   }
   // In-place updates of inputs (aux states) keep program order with readers.
   for (size_t m = 0; m < t.nodes.size(); ++m) {
     if (!live[m]) continue;
     for (int ext : t.nodes[m].mutated) {
       for (size_t r = 0; r < t.nodes.size(); ++r) {
-        if (r == m || !live[r] || !reads(t.nodes[r], ext)) continue;
+        if (r == m || !live[r] || !reader(r, ext)) continue;
         if (r < m) add(static_cast<int>(m), static_cast<int>(r));
         else add(static_cast<int>(r), static_cast<int>(m));
       }
@@ -189,6 +199,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   bool unproduced = false;  // a reference to a value not emitted yet: an ordering bug, never sent to MXNet
   std::vector<char> in_place_value(t.values.size(), 0);  // written by an in-place update unit
   std::vector<std::pair<int, int>> placeholder_heads;
+  std::vector<int> gradient_ends;  // JSON ids of the nodes giving the gradients of a backward node
 
   auto begin_node = [&](const char* op, const std::string& name) {
     if (next) nodes += ',';
@@ -225,8 +236,10 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   // pass requests on, so an input whose only reader is a fused unit is read through
   // _copy, whose backward honours them (with two readers MXNet's gradient sum does).
   std::vector<int> readers(t.values.size(), 0);
+  auto recorded_unit = [&](int u) { return t.recorded_node(u >= N ? plan.units[u - N].members[0] : u); };
   if (t.recording) {
     for (int u : order) {
+      if (!recorded_unit(u) && !(u < N && is_backward_node(t.nodes[u]))) continue;  // not the update after it
       const std::vector<int>& in = u >= N ? plan.units[u - N].in : t.nodes[u].in;
       for (int v : in) ++readers[v];
     }
@@ -242,8 +255,11 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     std::vector<int> ctrl;  // JSON ids this unit must follow
     if (dummy >= 0 && g.items.empty()) ctrl.push_back(dummy);
     for (int m : fused ? fu->members : std::vector<int>{u})
-      for (int d : deps[m])
-        if (d >= 0 && unit_of(d) != u) ctrl.push_back(json_of_unit[unit_of(d)]);
+      for (int d : deps[m]) {
+        if (d < 0 || unit_of(d) == u) continue;
+        if (d == t.backward) ctrl.insert(ctrl.end(), gradient_ends.begin(), gradient_ends.end());
+        else ctrl.push_back(json_of_unit[unit_of(d)]);
+      }
     std::sort(ctrl.begin(), ctrl.end());
     ctrl.erase(std::unique(ctrl.begin(), ctrl.end()), ctrl.end());
     for (int v : in) {  // variables appear just before their first reader
@@ -284,6 +300,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       if (dummy >= 0) dummy = sp.node_map[dummy];
       for (size_t j = 0; j < out.size(); ++j) entry[out[j]] = sp.grads[j];
       json_of_unit[u] = sp.grads.empty() ? -1 : sp.grads[0].first;
+      for (const Entry& e : sp.grads) gradient_ends.push_back(e.first);  // every node of the pass precedes one
       g.items.push_back(u);
       g.num_nodes += sp.gradient_nodes;
       g.gradient_nodes += sp.gradient_nodes;
@@ -291,7 +308,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     }
     std::vector<std::pair<int, int>> in_entry;
     for (int v : in) in_entry.push_back(entry[v]);
-    if (fused && t.recording && fu->op == "_minpy_fused_elemwise") {
+    if (fused && recorded_unit(u) && fu->op == "_minpy_fused_elemwise") {
       for (size_t i = 0; i < in.size(); ++i) {
         if (t.values[in[i]].node >= 0 || readers[in[i]] != 1) continue;
         begin_node("_copy", "v" + std::to_string(in[i]) + "_gradcopy");

@@ -38,6 +38,8 @@ bool peek_works();
 const void* chunk_of(NDArrayHandle h);
 std::shared_ptr<const void> chunk_ref(NDArrayHandle h);  // a reference that keeps the chunk alive
 bool chunk_identity_works();
+//   same_array: two handles of one array (NDArray::IsSame: chunk, offset, shape, dtype).
+bool same_array(NDArrayHandle a, NDArrayHandle b);
 //   in_autograd_graph: whether autograd knows the array (MXNet refuses to overwrite it while
 //   recording, and an op reading it under record() joins the graph); see record.cc.
 bool in_autograd_graph(NDArrayHandle h);

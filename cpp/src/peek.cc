@@ -80,6 +80,12 @@ const void* chunk_of(NDArrayHandle h) { return *static_cast<void* const*>(h); }
 // pointee type copies the same two words and takes a reference on the same control block.
 std::shared_ptr<const void> chunk_ref(NDArrayHandle h) { return *static_cast<const std::shared_ptr<const void>*>(h); }
 
+bool same_array(NDArrayHandle a, NDArrayHandle b) {
+  const auto* x = static_cast<const mxnet::NDArray*>(a);
+  const auto* y = static_cast<const mxnet::NDArray*>(b);
+  return x->storage_type() == mxnet::kDefaultStorage && y->storage_type() == mxnet::kDefaultStorage && x->IsSame(*y);
+}
+
 bool chunk_identity_works() {
   static const bool works = [] {
     const uint32_t shape[] = {4};

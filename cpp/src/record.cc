@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "failures.h"
 #include "mxapi.h"
@@ -80,7 +81,7 @@ bool gamma_matches_channels(const AVal& data, const AVal& gamma, const std::vect
 
 // An existing array now holds `value` (an out= target, or an input an op writes in place).
 void write_into(Trace& t, PyObject* array, int value) {
-  NDArrayHandle h = handle_of(array);
+  NDArrayHandle h = t.canonical(handle_of(array));
   const Value& val = t.values[value];
   if (val.node >= 0) {  // remembered for eager replay, which must write where eager MXNet writes
     Node& producer = t.nodes[val.node];
@@ -215,7 +216,7 @@ struct TraceEmitter : Emitter {
 OpInfo* as_update_kernel(ThreadState& ts, OpInfo& op, bool hot, uint64_t attr_hash, std::vector<Attr>* attrs,
                          std::vector<int>* in) {
   Trace& t = ts.trace;
-  if (R->kernels.empty() || !R->cfg.fuse || t.recording) return nullptr;
+  if (R->kernels.empty() || !R->cfg.fuse || t.runs_recorded()) return nullptr;
   const UpdateOp& u = *op.update;
   const size_t stride = static_cast<size_t>(update_stride(u));
   if (in->empty() || in->size() % stride || !update_kernel_fits(u, t, *in)) return nullptr;
@@ -306,7 +307,7 @@ void call_arrays(PyObject* ndargs, PyObject* out, std::vector<NDArrayHandle>* in
 // recorded op of the segment used, or one MXNet already has in its graph.
 bool in_graph(const Trace& t, NDArrayHandle h) {
   auto it = t.slots.find(h);
-  if (it != t.slots.end() && (it->second.in_graph || (it->second.ours && t.recording))) return true;
+  if (it != t.slots.end() && (it->second.in_graph || (it->second.ours && t.runs_recorded()))) return true;
   return in_autograd_graph(h);
 }
 
@@ -329,7 +330,7 @@ GraphCheck graph_check(const Trace& t, PyObject* ndargs, PyObject* out) {
 
 // Whether an out= array of the call holds a result of the pending recorded trace.
 bool writes_pending_result(const Trace& t, PyObject* out) {
-  if (!t.recording) return false;
+  if (!t.runs_recorded()) return false;
   for (PyObject* o : out_arrays(out)) {
     auto it = t.slots.find(handle_of(o));
     if (it != t.slots.end() && t.values[it->second.value].node >= 0) return true;
@@ -349,6 +350,23 @@ void mark_in_graph(Trace& t, PyObject* ndargs, PyObject* out) {
 
 // _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
 py::object record_call(ThreadState& ts, const py::args& args);
+
+// Ops whose result does not depend on MXNet's training flag (OpContext::is_train): optimizer
+// updates, our kernels, and elementwise arithmetic. A graph runs every node under one flag,
+// so only these may follow a backward node recorded under the other one (an update after
+// `with autograd.record():` runs in predict mode, its forward in train mode). Others
+// (Dropout, BatchNorm, and oneDNN ops that pick a primitive by the flag) cut the trace.
+bool runs_alike_in_both_modes(const OpInfo& op) {
+  static const std::unordered_set<std::string> elementwise = {
+      "_copy", "Cast", "zeros_like", "ones_like", "_mul_scalar", "_plus_scalar", "_minus_scalar",
+      "_rminus_scalar", "_div_scalar", "_rdiv_scalar", "_power_scalar", "_rpower_scalar", "_maximum_scalar",
+      "_minimum_scalar", "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div", "_plus", "_add",
+      "_minus", "_sub", "_mul", "_div", "_power", "_maximum", "_minimum", "broadcast_add", "broadcast_plus",
+      "broadcast_sub", "broadcast_minus", "broadcast_mul", "broadcast_div", "broadcast_maximum",
+      "broadcast_minimum", "square", "sqrt", "rsqrt", "abs", "sign", "negative", "reciprocal", "clip",
+      "where", "sum", "mean", "norm"};
+  return op.update || op.ours || elementwise.count(op.name) > 0;
+}
 
 // One trace, one context: a CachedOp runs every node of its graph on the device of its
 // inputs, so an op on another context than the trace's ends the trace first. Data-parallel
@@ -483,7 +501,12 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   }
   if (graph_op && R->nondiff.count(op.name))  // eager records it: a backward through it fails as eager's does
     return fallback(args, op, "has no gradient, under autograd.record()");
-  if (!t.empty() && (t.recording != graph_op || t.training != train || t.np_shape != np_shape)) {
+  // After a backward node (backward.cc keeps its trace open) come the ops of the update,
+  // recorded with autograd off: they join the trace, which runs without autograd.
+  const bool follows_backward = t.backward >= 0 && !rec && t.np_shape == np_shape &&
+                                (t.training == train || runs_alike_in_both_modes(op));
+  if (!t.empty() && !follows_backward &&
+      (t.backward >= 0 || t.recording != graph_op || t.training != train || t.np_shape != np_shape)) {
     const bool only_graph = t.training == train && t.np_shape == np_shape;
     flush_thread(ts, !only_graph ? "autograd state changed"
                      : graph_op  ? "autograd: op joins the gradient graph"
@@ -496,7 +519,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     const py::args& args;
     bool done = false;
     ~MarkGraph() {
-      if (done && t.recording) mark_in_graph(t, args[1].ptr(), args[4].ptr());
+      if (done && t.runs_recorded()) mark_in_graph(t, args[1].ptr(), args[4].ptr());
     }
   } mark{t, args};
 
@@ -542,7 +565,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     writes_ones_into_gamma = true;
     for (const Attr& a : attrs)
       if (a.key == "fix_gamma") writes_ones_into_gamma = !(a.val == "False" || a.val == "false" || a.val == "0");
-    if (writes_ones_into_gamma && t.recording)
+    if (writes_ones_into_gamma && t.runs_recorded())
       return fallback(args, op, "fix_gamma writes ones into gamma, under autograd.record()");
   }
 
@@ -557,7 +580,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       arr = hold.ptr();
     }
     in_objs[i] = arr;
-    NDArrayHandle h = handle_of(arr);
+    NDArrayHandle h = t.canonical(handle_of(arr));
     auto it = t.slots.find(h);
     if (it != t.slots.end()) {
       in[i] = it->second.value;
@@ -570,7 +593,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
     // A gradient buffer of sparse storage: a graph's backward cannot write it (MXNet's imperative
     // backward falls back to dense kernels op by op), so ops reading the array run eagerly.
-    if (t.recording && has_sparse_grad(h)) return fallback(args, op, "sparse gradient buffer");
+    if (t.runs_recorded() && has_sparse_grad(h)) return fallback(args, op, "sparse gradient buffer");
     Slot* slot = nullptr;
     in[i] = t.value_of(h, known ? &peeked : nullptr, &slot);
     Py_INCREF(arr);
@@ -603,7 +626,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // grad_req='add' variable it reads instead of adding into it (unless MXNet sums several
   // contributions first). The _copy and Cast we record add: run it eagerly, so that MXNet's own
   // backward sees the same node as eager's.
-  if (op.name == "_copyto" && nin == 1 && t.recording && autograd_peek_works()) {
+  if (op.name == "_copyto" && nin == 1 && t.runs_recorded() && autograd_peek_works()) {
     int req = 0;
     if (autograd_role(handle_of(in_objs[0]), &req) == AutogradRole::kVariable && req == 3 /* kAddTo */)
       return fallback(args, op, "its eager backward overwrites a grad_req='add' gradient");
@@ -615,7 +638,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
   if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
-    NDArrayHandle h = handle_of(out);
+    NDArrayHandle h = t.canonical(handle_of(out));
     auto it = t.slots.find(h);
     AVal target = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
     const AVal& src = t.values[in[0]].aval;
@@ -654,15 +677,15 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
   if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
-      for (int v : in)
-        if (t.values[v].node >= 0) return flush_and_retry(ts, op, args);
+      for (size_t k = 2; k < in.size(); k += 3)      // (w, g, mom) per weight
+        if (t.values[in[k]].node >= 0) return flush_and_retry(ts, op, args);
     TraceEmitter em(ts);
     std::vector<int> outs;
     std::vector<std::pair<int, int>> updates;
     bool done = hot ? expand_lifted(op.name, attrs, in, em, &outs, &updates)
                     : expand_native(op.name, attrs, in, em, &outs, &updates);
     if (done) {
-      for (const auto& u : updates) t.slots[handle_of(in_objs[u.first])].value = u.second;
+      for (const auto& u : updates) t.slots[t.canonical(handle_of(in_objs[u.first]))].value = u.second;
       t.note_user_op(op.hash);
       mark.done = true;
       return bind_results(ts, outs, out_arrays(out), out, is_np, as_list);
@@ -679,7 +702,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       throw OpInputError("operator '" + op.name + "' produces " + std::to_string(sig->outs.size()) +
                          " outputs but out= gave " + std::to_string(out_objs.size()));
     for (size_t i = 0; i < out_objs.size(); ++i) {
-      NDArrayHandle h = handle_of(out_objs[i]);
+      NDArrayHandle h = t.canonical(handle_of(out_objs[i]));
       auto it = t.slots.find(h);
       AVal have = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
       const AVal& want = sig->outs[i];

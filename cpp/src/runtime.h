@@ -35,6 +35,7 @@ struct Config {
   bool fuse = true;  // run elementwise chains and optimizer updates in our own kernels (fuse.h)
   bool async_launch = true;  // hand cached segments to MXNet from a background thread (launch.h)
   bool backward_in_graph = true;  // run backward() with its forward as one graph (backward.h)
+  bool whole_step = true;  // ... and leave that graph open, so the optimizer update joins it
 };
 
 struct Site;
@@ -118,6 +119,10 @@ struct Runtime {
   // Trace positions (Node::position) already compiled: recording there again needs no source
   // line, since the graph printout and miss explanations only ever show new positions.
   std::unordered_set<uint64_t> seen_positions;
+  // Trace positions of backward nodes (Node::position) whose forward and gradient were built
+  // and run as one graph: only such a backward() leaves its trace open (backward.cc), so that
+  // an error MXNet's backward raises when called (an op without gradient) is raised there.
+  std::unordered_set<uint64_t> backward_built;
   Stats stats;
   Config cfg;
   std::vector<ThreadState*> threads, spare_states;

@@ -27,6 +27,8 @@ struct Stats {
   // backward() calls on pending work: run inside our graph (backward.h), or left to MXNet's
   // autograd after the pending work ran under it
   uint64_t backward_in_graph = 0, backward_by_mxnet = 0;
+  // ... of those in our graph, how many left it open for the update to join (Config::whole_step)
+  uint64_t backward_pending = 0;
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name
   std::map<std::string, uint64_t> fallback_reasons;

@@ -55,6 +55,11 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
   return first;
 }
 
+NDArrayHandle Trace::canonical_grad(NDArrayHandle h) const {
+  auto it = grad_buffers.find(chunk_of(h));
+  return it != grad_buffers.end() && same_array(h, it->second) ? it->second : h;
+}
+
 Slot& Trace::bind(NDArrayHandle h, int value, bool ours, void* owner) {
   Slot& s = slots[h];
   s = Slot{value, -1, owner, ours, false, false};

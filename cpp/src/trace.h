@@ -117,9 +117,25 @@ class Trace {
   // autograd (its gradients are graph outputs), though its ops were recorded under it.
   int backward = -1;
   bool can_fail = false;  // holds an op that may fail at run time (failures.h)
+  // The gradient buffers a pending backward node writes (backward.cc keeps the trace open
+  // past backward() so that the update joins the graph), by storage chunk. Code reading a
+  // gradient reaches the buffer through other handles of the same array (the Trainer's
+  // `param._grad`, a new handle from every `w.grad`): canonical() maps those to the handle
+  // the backward node's slot is bound to.
+  std::unordered_map<const void*, NDArrayHandle> grad_buffers;
 
   bool empty() const { return nodes.empty(); }
   bool runs_recorded() const { return recording && backward < 0; }
+  // Node i belongs to the recorded part: ops recorded under autograd, before a backward node.
+  // Nodes after a backward node were recorded with autograd off (the optimizer update).
+  bool recorded_node(size_t i) const { return recording && (backward < 0 || static_cast<int>(i) < backward); }
+
+  // The handle the trace knows `h` by: `h` itself, or the gradient buffer `h` is another
+  // handle of (the same chunk, offset, shape and dtype).
+  NDArrayHandle canonical(NDArrayHandle h) const {
+    if (grad_buffers.empty() || slots.count(h)) return h;
+    return canonical_grad(h);
+  }
 
   // Begin a trace segment under the given autograd and shape-semantics state.
   void start(bool rec, bool train, bool np) {
@@ -139,6 +155,11 @@ class Trace {
   // array written before it was read. Its old contents are no input (ext_value -1).
   Slot& bind(NDArrayHandle h, int value, bool ours, void* owner);
 
+ private:
+  NDArrayHandle canonical_grad(NDArrayHandle h) const;
+
+ public:
+
   // An array the trace knows now holds `value` (a write into it): its slot and the value's home.
   void rebind(Slot& s, NDArrayHandle h, int value) {
     s.value = value;
@@ -147,6 +168,7 @@ class Trace {
 
   void clear() {
     backward = -1;
+    grad_buffers.clear();
     can_fail = false;
     user_ops = 0;
     user_ops_hash = 0;
