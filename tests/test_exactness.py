@@ -800,3 +800,30 @@ def test_literals_we_write_are_read_back_exactly_by_mxnet():
         lit = _core.mx_literal(float(v), False)
         read = nd.clip(nd.array([f], dtype="float32"), a_min=lit, a_max=lit).asnumpy()[0]
         assert read == f, (repr(f), lit, repr(read))
+
+
+def test_lifted_update_of_a_failed_weight_leaves_its_gradient_intact():
+    """An update whose learning rate changed (lifted: our kernel, lr as an input array) of a
+    weight that a failing tile wrote, in a trace run op by op. Eagerly sgd_update is skipped and
+    the tile's error stays on the weight; the gradient, which the update only reads, keeps its
+    value, and so does what is computed from it. The op-by-op run made the kernel's arrays
+    default-layout in one engine op over all of them, which MXNet skipped for the weight's error
+    and so passed that error to the gradient: `g + 1` raised the tile's error or read garbage
+    (fuzz seed 568635, after an earlier program had made its lr hot). Now one engine op per array."""
+    def run(use_jit, lr, fail):
+        w = nd.ones((2, 1, 4, 4)) if fail else nd.ones((4, 2, 8, 8))
+        g = nd.ones((4, 2, 8, 8)) * 3
+        with (minpy_jit.jit(site="lifted update of a failed weight") if use_jit else _no_scope()):
+            weight = nd.tile(w, reps=(2, 2, 2, 2)) if fail else w * 1
+            nd.sgd_update(weight, g, lr=lr, wd=0.01, out=weight)
+            after = g + 1
+        return _reads([g, after])
+
+    for use_jit in (False, True):
+        results = [run(use_jit, lr, fail) for lr, fail in ((0.1, False), (0.2, False), (0.25, True))]
+        if not use_jit:
+            eager = results
+    for e, j in zip(eager, results):
+        for a, b in zip(e, j):
+            assert not isinstance(a, str) and not isinstance(b, str), (a, b)
+            np.testing.assert_array_equal(a, b)

@@ -187,8 +187,20 @@ void to_default_layout(void*, void* param) {
 
 void free_default_layout(void* param) { delete static_cast<DefaultLayout*>(param); }
 
-void push_default_layout(const std::vector<NDArrayHandle>& arrays) {
+// separately: one engine op per array instead of one for all. MXNet's engine skips an op
+// whose variables hold an error and passes the error to every variable it writes, so one op
+// over all the arrays would carry one array's error into the others.
+void push_default_layout(const std::vector<NDArrayHandle>& arrays, bool separately = false) {
   if (arrays.empty() || !chunk_reorder()) return;
+  if (separately && arrays.size() > 1) {
+    std::unordered_set<const void*> seen;
+    for (NDArrayHandle h : arrays) {
+      std::shared_ptr<const void> chunk = chunk_ref(h);
+      if (chunk && !seen.insert(chunk.get()).second) continue;
+      push_default_layout({h});
+    }
+    return;
+  }
   // One engine variable per chunk, and each only once: an op that lists a variable twice waits
   // for itself forever (MXNet checks only in debug builds). A graph whose two updates mutate
   // one momentum array lists it twice, as does a view beside its base array.
@@ -310,11 +322,13 @@ void run_eagerly(const Trace& trace, const std::vector<OutputSpec>& outputs) {
       // One of our library ops (a lifted optimizer update) run eagerly: MXNet's layout rules
       // for library ops hold here as in a graph (see above). An array left in MKLDNN's
       // layout (a concat's result, updated in place through a view: fuzz seed 79251) made
-      // the op fail where eager's multi_sgd_update runs.
+      // the op fail where eager's multi_sgd_update runs. One engine op per array: a weight
+      // holding the error of an op that failed before (a tile) must not pass it to the
+      // gradient or the learning rate, which eager's update only reads (fuzz seed 568635).
       if (n.op->ours) {
         std::vector<NDArrayHandle> touched(ins);
         touched.insert(touched.end(), outs.begin(), outs.end());
-        push_default_layout(touched);
+        push_default_layout(touched, /*separately=*/true);
       }
       int nout = static_cast<int>(outs.size());
       NDArrayHandle* outp = outs.data();

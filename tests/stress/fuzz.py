@@ -22,6 +22,15 @@ after it. Every mismatch is shrunk (statements dropped, compounds unwrapped whil
 mismatch persists) and written as a standalone reproducer script in --out (it contains the
 harness, so it needs only mxnet, numpy and minpy_jit); reproducers are checked in a fresh process.
 Prints programs run, mismatches and the reproducers. Not collected by pytest (no test_ prefix).
+
+A mismatch that agrees standalone may need the programs its worker ran before it (every program's
+`with J():` is in the same file, so a site's jit() state carries over, as in a long-running loop).
+--history replays SEED after them in one process, minimises them (suffixes, then bisection; each trial
+a fresh subprocess) and writes DIR/history_seedSEED.py, which runs the few that matter, then SEED
+(fuzz_history.py). Give the run's --shard, --start, --restart-every and its crashes/hangs:
+
+    PYTHONPATH=. .venv/bin/python tests/stress/fuzz.py --history 607462 --start 600000 \\
+        --restarts 605806,619127 --out /tmp/hist      # or --progress its fuzz.json for the restarts
 """
 import argparse
 import collections
@@ -38,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import fuzz_gen  # noqa: E402
+import fuzz_history  # noqa: E402
 
 HARNESS_FILE = os.path.join(HERE, "fuzz_harness.py")
 # Families whose mismatches belong to other work of issue 10 (items 1-4); tallied apart.
@@ -530,6 +540,22 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="show the worker's stderr")
     ap.add_argument("--show", type=int, metavar="SEED", help="print the program of SEED and exit")
     ap.add_argument("--check", type=int, metavar="SEED", help="run SEED in this process and print the result")
+    ap.add_argument("--history", type=int, metavar="SEED",
+                    help="replay SEED after the programs its worker ran before it, minimise those, write "
+                         "DIR/history_seedSEED.py (see fuzz_history.py); with --shard, --start, --restart-every "
+                         "and --restarts (or --progress) as the run had them")
+    ap.add_argument("--restarts", type=lambda s: [int(v) for v in s.split(",") if v], default=[],
+                    help="with --history: seeds after which the run started a new worker (crashes, hangs, stops)")
+    ap.add_argument("--history-last", type=int, default=0,
+                    help="with --history: only the last N programs of the worker's history")
+    ap.add_argument("--history-shrink-s", type=float, default=0,
+                    help="with --history: also shrink the programs' statements for up to this many seconds")
+    ap.add_argument("--trial-timeout", type=float, default=120,
+                    help="with --history: seconds per trial subprocess, plus 0.5 s per program replayed")
+    ap.add_argument("--no-fork", action="store_true",
+                    help="with --history: every trial a new interpreter instead of a fork of one that imported MXNet")
+    ap.add_argument("--replay", metavar="JSON", help=argparse.SUPPRESS)
+    ap.add_argument("--replay-serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--from-k", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--to-k", type=int, default=0, help=argparse.SUPPRESS)
@@ -548,6 +574,14 @@ def main():
     if args.worker:
         worker(args)
         return
+    if args.replay:
+        fuzz_history.replay_child(args.replay)
+        return
+    if args.replay_serve:
+        fuzz_history.replay_server()
+        return
+    if args.history is not None:
+        sys.exit(fuzz_history.history(args))
     if args.progress is None:
         args.progress = os.path.join(args.out, "fuzz-%dof%d.json" % args.shard)
     parent(args)
