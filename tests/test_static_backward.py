@@ -38,3 +38,38 @@ def test_elemwise_add_of_a_recorded_result_then_backward(req, cut):
     assert_same(*r, rtol=0)
     assert r.stats["executions"] > 0  # compiled graphs ran, not only eager fallbacks
 
+
+
+@pytest.mark.parametrize("req", ["write", "add"])
+@pytest.mark.parametrize("cut", ["wait_to_read", "hybridized block"])
+@pytest.mark.parametrize("ste", ["round_ste", "sign_ste"])
+def test_straight_through_estimator_of_a_recorded_result_then_backward(ste, req, cut):
+    """round_ste/sign_ste (their gradient passes straight through) reading a result with
+    recorded history, their output the graph's, then backward(): MXNet's static CachedOp
+    backward raised inside MXNet ('storage_type_num_unknown_nodes'), as for elemwise_add above;
+    a HybridBlock hybridized with static_alloc=True around round_ste(h) fails alike without jit()."""
+    op = getattr(nd.contrib, ste)
+
+    def prog(x, w):
+        x.attach_grad(grad_req=req)
+        mx.random.seed(3)
+        conv = gluon.nn.Conv2D(3, kernel_size=1, in_channels=2)
+        conv.initialize(mx.init.Uniform(0.5))
+        conv.hybridize()
+        seen = []
+        for _ in range(2):
+            with autograd.record():
+                h = nd.relu(x)
+                y = op(h)
+                if cut == "wait_to_read":
+                    y.wait_to_read()
+                    z = y * w
+                else:
+                    z = conv(y)
+                loss = (z * z).mean()
+            loss.backward()
+            seen += [x.grad.copy(), y, loss]
+        return seen
+    r = run_both(prog, nd.array(rand(1, 2, 3, 3, seed=1)), nd.array(rand(1, 2, 3, 3, seed=2)))
+    assert_same(*r, rtol=0)
+    assert r.stats["executions"] > 0

@@ -155,6 +155,14 @@ const char* graph_op_name(const Trace& t, const Node& n) {
   return "broadcast_add";
 }
 
+// round_ste and sign_ste pass their gradient straight through, and fail alike in a static
+// CachedOp's backward when their input has recorded history and their output is the graph's
+// (a HybridBlock around round_ste(h) with static_alloc=True fails so without jit()); read
+// through _copy (a copy both ways) inside the graph, they do not.
+bool read_through_copy(const Trace& t, const Node& n) {
+  return t.runs_recorded() && (n.op->name == "_contrib_round_ste" || n.op->name == "_contrib_sign_ste");
+}
+
 }  // namespace
 
 LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
@@ -361,6 +369,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       continue;
     }
     for (size_t o = 0; o < out.size(); ++o) {
+      if (!block && !fused && read_through_copy(t, *node)) {
+        begin_node("_copy", name + "_copy" + std::to_string(o));
+        nodes += ",\"inputs\":[[" + std::to_string(id) + "," + std::to_string(o) + ",0]]";
+        entry[out[o]] = {end_node(1), 0};
+        continue;
+      }
       if (!block) {
         entry[out[o]] = {id, static_cast<int>(o)};
         continue;
