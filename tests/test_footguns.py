@@ -228,7 +228,8 @@ def test_random_seed_outside_block_and_cached_graph_redraws():
 def test_inplace_writes_through_views_replay_eagerly():
     """Footgun: `x[1:3] += 1`, or `v = x.reshape(...)` then `x += v` / `v += 1`: a write through one
     array changes another that shares its memory, which a functional graph cannot express.
-    Behaviour: the trace is replayed eagerly in program order (exact), with the reason in events()."""
+    Behaviour: the trace is replayed eagerly in program order (exact), with the reason in events(),
+    and counted as an eager fallback in stats()['fallbacks'] like every other."""
     def fn(x):
         x[1:3] += 1
         v = x.reshape((-1,))
@@ -237,13 +238,17 @@ def test_inplace_writes_through_views_replay_eagerly():
         return x * 2, v
 
     x = arr(rand(4, 3, seed=9))
+    minpy_jit.reset_stats()
     with minpy_jit.jit():
         got = fn(x.copy())
     assert_same(run_eager(fn, x), got)
     eager = [e for e in minpy_jit.events() if e["eager"]]
     assert eager, minpy_jit.events()
     assert all("in-place write" in e["miss_reason"] and "view" in e["miss_reason"] for e in eager), eager
-    assert minpy_jit.stats()["eager_replays"] >= 1
+    s = minpy_jit.stats()
+    assert s["eager_replays"] >= 1
+    assert sum(s["fallbacks"].values()) >= len(eager), s["fallbacks"]
+    assert any("memory shared with another array" in r for r in s["fallback_reasons"]), s["fallback_reasons"]
 
 
 VIEWS = {

@@ -468,14 +468,15 @@ ALIASING_CASES = {"view-read-after-iadd", "iadd-view-of-self", "iadd-row-view-of
 def test_op_compiled(case, dtype):
     """The jitted run really recorded the op and ran it as a compiled graph (no fallback, no eager replay)."""
     _, st = run_jit(case.fn, *case.make(dtype), seed=case.seed)
-    assert st["ops_recorded"] >= 1 and not st["fallbacks"], "stats delta: %r" % (st,)
+    assert st["ops_recorded"] >= 1, "stats delta: %r" % (st,)
     if case.name in ALIASING_CASES:
         # An in-place write to memory a view shares cannot be ordered inside one graph:
-        # the runtime must detect it and replay the trace eagerly, in program order.
-        assert st["eager_replays"] >= 1, "stats delta: %r" % (st,)
+        # the runtime must detect it and replay the trace eagerly, in program order,
+        # counted as an eager fallback.
+        assert st["eager_replays"] >= 1 and st["fallbacks"], "stats delta: %r" % (st,)
         assert any("shares" in e["miss_reason"] or "shared" in e["miss_reason"] for e in minpy_jit.events()[-3:])
     else:
-        assert st["executions"] >= 1 and st["eager_replays"] == 0, "stats delta: %r" % (st,)
+        assert st["executions"] >= 1 and st["eager_replays"] == 0 and not st["fallbacks"], "stats delta: %r" % (st,)
 
 
 # ---------------------------------------------------------------- empty and 0-d arrays

@@ -355,6 +355,15 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   } else if (!eager && writes_alias_inputs(t, outputs)) {
     eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
+    // counted under the op making the first such write, as every eager fallback is
+    std::string op = "in-place write";
+    for (const auto& o : outputs)
+      if ((o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours) && t.values[o.value].node >= 0) {
+        op = t.nodes[t.values[o.value].node].op->name;
+        break;
+      }
+    ++R->stats.fallbacks[op];
+    ++R->stats.fallback_reasons[op + ": writes in place into memory shared with another array, a view (its trace ran eagerly)"];
   }
   if (!eager) {
     const std::string op = update_with_repeated_input(t);
