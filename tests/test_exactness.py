@@ -707,6 +707,36 @@ def test_update_of_an_mkldnn_result_in_a_trace_run_op_by_op_as_eager():
     assert isinstance(eager[1], str) and eager[1] == jitted[1]
 
 
+@pytest.mark.parametrize("dtype", ["float64"])
+def test_multi_weight_update_after_a_failing_tile_is_skipped_whole_as_eager(dtype):
+    """Fuzz seed 304042. A tile that fails while it runs, then multi_sgd_update of its result and
+    of another weight: eagerly the update is one engine operation, skipped as a whole because
+    one of its arrays holds the error, so the other weight keeps its value. jit() recorded it
+    as per-weight computations (float64/float16 weights are not our kernel's), ran the other
+    weight's update, and the copy after it was lost. Now MXNet's op runs it, counted. (float16
+    updates are MXNet's op already: their expansion is refused.)"""
+    rng = np.random.RandomState(304042)
+    x0, g0, w0, g1, new0 = (rng.uniform(-2, 2, s) for s in ((2, 5, 2, 5), (4, 5, 4, 10), (2, 5), (2, 5), (2, 5)))
+
+    def run(use_jit):
+        x, g, w, g1_, new = (nd.array(a, dtype=dtype) for a in (x0, g0, w0, g1, new0))
+        with (minpy_jit.jit() if use_jit else _no_scope()):
+            tiled = nd.tile(x, reps=(2, 1, 2, 2))
+            nd.multi_sgd_update(tiled, g, w, g1_, out=[tiled, w], lrs=(0.75, 0.75), wds=(0.0, 0.0), num_weights=2)
+            new.copyto(g1_)
+        return _reads([w, g1_, w])  # the skipped update's weight raises the error once
+
+    before = minpy_jit.stats()["fallbacks"].get("multi_sgd_update", 0)
+    eager, jitted = run(False), run(True)
+    assert isinstance(eager[0], str) and eager[0] == jitted[0]
+    for e, j in zip(eager[1:], jitted[1:]):
+        assert not isinstance(e, str) and not isinstance(j, str), (e, j)
+        assert e.dtype == j.dtype and e.shape == j.shape
+        np.testing.assert_array_equal(e, j)
+    np.testing.assert_array_equal(eager[2], np.asarray(w0, dtype=dtype))  # the update was skipped
+    assert minpy_jit.stats()["fallbacks"].get("multi_sgd_update", 0) > before
+
+
 # ------------------------------------------------------------------ numbers as MXNet reads them
 
 # MXNet reads the numbers of op attributes with dmlc-core's own decimal parser, which is not

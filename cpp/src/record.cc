@@ -675,6 +675,18 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
   }
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
+  // A multi-weight update expanded into per-weight computations: eagerly it is one engine
+  // operation, skipped as a whole when any of its arrays holds a run-time error (a failed
+  // tile before it); expanded, the other weights' updates would run (fuzz seed 304042). When
+  // an op of the trace can fail, or a run may have left an error on one of its arrays, MXNet's
+  // op runs.
+  auto reads_a_suspect = [&] {
+    std::vector<NDArrayHandle> handles;
+    for (PyObject* a : in_objs) handles.push_back(handle_of(a));
+    return any_suspect(handles);
+  };
+  if (!ours && op.expands && (t.can_fail || reads_a_suspect()))
+    return fallback(args, op, "a multi-weight update after an op that can fail (MXNet's one op skips as a whole)");
   if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (size_t k = 2; k < in.size(); k += 3)      // (w, g, mom) per weight
