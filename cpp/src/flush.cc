@@ -314,7 +314,9 @@ void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const 
 }
 
 // Runs one trace (the thread's, or a part of it): outputs, cache lookup or compile, execution.
-void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::string& where, bool force_eager) {
+// `op_by_op`: why the trace must run op by op, "" if it may run as a graph.
+void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::string& where, bool force_eager,
+               const std::string& op_by_op = "") {
   ++ts.flush_ordinal;
   FlushEvent ev;
   ev.cause = cause;
@@ -352,6 +354,9 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   if (force_eager) {
     eager = true;
     ev.miss_reason = "ran eagerly: " + cause;
+  } else if (!eager && !op_by_op.empty()) {
+    eager = true;
+    ev.miss_reason = "ran op by op: " + op_by_op;
   } else if (!eager && writes_alias_inputs(t, outputs)) {
     eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
@@ -467,6 +472,48 @@ void wait_for_foreign_flush(ThreadState& ts) {
   }
 }
 
+// The parts (by index) that must run op by op so that MXNet's gradient pass skips what eager's
+// skips behind a zero gradient (parts.h), each counted as a fallback; `why` says why.
+std::vector<char> zero_gradient_parts(const ThreadState& ts, const Trace& t, const std::vector<int>& part_of_node,
+                                      int parts, std::string* why) {
+  bool any = false;
+  for (const Node& n : t.nodes) any |= zero_inputs_of(n.op) != 0;
+  if (!any) return std::vector<char>(parts, 0);
+  // What each part's graph hands on: results the program holds, and values other parts read.
+  std::vector<char> handed_on(t.values.size(), 0);
+  std::vector<int> held;
+  for (const auto& kv : t.slots) {
+    const Slot& s = kv.second;
+    if (t.values[s.value].node < 0) continue;
+    if (s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value) {
+      if (!handed_on[s.value]) held.push_back(s.value);
+      handed_on[s.value] = 1;
+    }
+  }
+  for (size_t i = 0; i < t.nodes.size(); ++i)
+    for (int v : t.nodes[i].in)
+      if (t.values[v].node >= 0 && part_of_node[t.values[v].node] != part_of_node[i]) handed_on[v] = 1;
+  // The backward about to run, and, if the parts outlive it (retain_graph, or no backward
+  // yet), any held result as the head of a later one.
+  std::vector<std::vector<int>> head_sets(1);
+  for (NDArrayHandle h : ts.backward_heads) {
+    auto it = t.slots.find(h);
+    if (it != t.slots.end() && t.values[it->second.value].node >= 0) head_sets[0].push_back(it->second.value);
+  }
+  if (head_sets[0].empty()) head_sets.clear();
+  if (ts.backward_retains || head_sets.empty())
+    for (int v : held) head_sets.push_back({v});
+  std::string op;
+  std::vector<char> op_by_op = parts_hiding_zero_gradients(t, part_of_node, parts, head_sets, handed_on, R->cfg.fuse, &op);
+  for (char c : op_by_op)
+    if (c) {
+      *why = op + " is behind a zero gradient (a comparison's, floor's): eager's backward skips it";
+      ++R->stats.fallbacks[op];
+      ++R->stats.fallback_reasons[op + ": behind a zero gradient, which eager's backward skips (its trace ran op by op)"];
+    }
+  return op_by_op;
+}
+
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
   Trace& t = ts.trace;
   if (ts.flushing) {  // already under way: on this thread (a nested call) or another one
@@ -487,6 +534,8 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   // Under autograd, independent computations are separate graphs (parts.cc); a trace whose
   // backward() runs inside its graph runs without autograd (backward.h): one graph.
   std::vector<Trace> parts;
+  std::vector<char> op_by_op;  // per part: must run op by op (zero gradients, parts.h)
+  std::string op_by_op_why;
   if (t.runs_recorded()) {
     // The backward MXNet is about to run (without retain_graph) names its heads: if every op
     // of the segment leads to one of them, that backward visits all of them with real
@@ -515,15 +564,19 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
         const Slot& s = kv.second;
         if (s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value) held[s.value] = kv.first;
       }
-    parts = independent_parts(t, held);
+    std::vector<int> part_of_node;
+    parts = independent_parts(t, held, &part_of_node);
+    op_by_op = zero_gradient_parts(ts, t, part_of_node, std::max<int>(1, static_cast<int>(parts.size())), &op_by_op_why);
   }
+  auto why_for = [&](size_t p) { return p < op_by_op.size() && op_by_op[p] ? op_by_op_why : std::string(); };
   if (parts.empty()) {
-    run_trace(ts, t, cause, where, force_eager);
+    run_trace(ts, t, cause, where, force_eager, why_for(0));
     return;
   }
   R->stats.independent_parts += parts.size();
-  for (Trace& part : parts) {
-    run_trace(ts, part, cause, where, force_eager);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    Trace& part = parts[p];
+    run_trace(ts, part, cause, where, force_eager, why_for(p));
     for (const auto& kv : part.slots)  // never recycled into the pool (see release_trace)
       if (kv.second.written) t.slots.at(kv.first).written = true;
   }

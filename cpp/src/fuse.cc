@@ -359,6 +359,11 @@ bool build_update(const Trace& t, const Group& grp, const std::vector<char>& use
 
 }  // namespace
 
+bool may_fuse(const Trace& t, size_t i) {
+  std::string key;
+  return classify(t, t.nodes[i], t.recorded_node(i), &key) != kNone;
+}
+
 FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
                        const std::vector<char>& escapes, const std::vector<int>& written_into) {
   FusionPlan plan;

@@ -60,4 +60,7 @@ struct FusionPlan {
 FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
                        const std::vector<char>& escapes, const std::vector<int>& written_into);
 
+// Whether node i is of a kind our kernels run (it may join a fused unit).
+bool may_fuse(const Trace& t, size_t i);
+
 }  // namespace minpy

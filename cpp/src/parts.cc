@@ -25,6 +25,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "fuse.h"
 #include "mxapi.h"
 
 namespace minpy {
@@ -88,7 +89,8 @@ std::vector<std::vector<int>> group_nodes(const Trace& t, const std::vector<char
 
 }  // namespace
 
-std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held) {
+std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held,
+                                     std::vector<int>* part_of_node) {
   std::vector<char> cut(t.values.size(), 0);
   for (size_t v = 0; v < t.values.size() && v < held.size(); ++v) cut[v] = held[v] != nullptr;
   std::vector<std::vector<int>> groups = group_nodes(t, cut);
@@ -109,6 +111,11 @@ std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHa
     std::fill(cut.begin(), cut.end(), 0);
     groups = group_nodes(t, cut);
     assign();
+  }
+  if (part_of_node) {
+    part_of_node->assign(t.nodes.size(), 0);
+    for (size_t p = 0; p < groups.size(); ++p)
+      for (int i : groups[p]) (*part_of_node)[i] = static_cast<int>(p);
   }
   std::vector<Trace> parts;
   if (groups.size() <= 1) return parts;
@@ -165,6 +172,110 @@ bool backward_has_effects(const Trace& t, const Node& n) {
 }
 
 }  // namespace
+
+uint32_t zero_gradient_inputs(const std::string& op) {
+  static const std::unordered_map<std::string, uint32_t> table = [] {
+    std::unordered_map<std::string, uint32_t> m;
+    const uint32_t all = ~uint32_t{0};
+    for (const char* n :
+         {"floor", "ceil", "round", "rint", "fix", "trunc", "BlockGrad", "stop_gradient", "zeros_like", "ones_like",
+          "_equal", "_not_equal", "_greater", "_greater_equal", "_lesser", "_lesser_equal", "broadcast_equal",
+          "broadcast_not_equal", "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser",
+          "broadcast_lesser_equal", "_equal_scalar", "_not_equal_scalar", "_greater_scalar", "_greater_equal_scalar",
+          "_lesser_scalar", "_lesser_equal_scalar", "_logical_and", "_logical_or", "_logical_xor",
+          "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "_logical_and_scalar",
+          "_logical_or_scalar", "_logical_xor_scalar", "logical_not", "argmax", "argmin", "argsort", "topk",
+          "shape_array", "size_array", "one_hot", "_npi_floor", "_npi_ceil", "_npi_rint", "_npi_fix", "_npi_trunc",
+          "_npi_around", "_npi_equal", "_npi_not_equal", "_npi_greater", "_npi_greater_equal", "_npi_less",
+          "_npi_less_equal", "_npi_equal_scalar", "_npi_not_equal_scalar", "_npi_greater_scalar",
+          "_npi_greater_equal_scalar", "_npi_less_scalar", "_npi_less_equal_scalar", "_npi_logical_not",
+          "_npi_argmax", "_npi_argmin", "_npi_isnan", "_npi_isinf", "_npi_isfinite", "_npi_isposinf",
+          "_npi_isneginf", "_npi_full_like", "_npi_argsort"})
+      m[n] = all;
+    for (const char* n : {"where", "_npi_where"}) m[n] = 1u;  // the condition
+    for (const char* n : {"broadcast_like", "_identity_with_attr_like_rhs", "reshape_like"}) m[n] = 2u;  // rhs
+    return m;
+  }();
+  auto it = table.find(op);
+  return it == table.end() ? 0 : it->second;
+}
+
+uint32_t zero_inputs_of(const OpInfo* op) {
+  thread_local std::unordered_map<const OpInfo*, uint32_t> known;  // OpInfos live as long as the runtime
+  auto it = known.find(op);
+  if (it == known.end()) it = known.emplace(op, zero_gradient_inputs(op->name)).first;
+  return it->second;
+}
+
+std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,
+                                              const std::vector<std::vector<int>>& head_sets,
+                                              const std::vector<char>& handed_on, bool fuse, std::string* op) {
+  std::vector<char> op_by_op(parts, 0);
+  bool any = false;
+  for (const Node& n : t.nodes) any |= zero_inputs_of(n.op) != 0;
+  if (!any) return op_by_op;
+  const size_t N = t.nodes.size(), V = t.values.size();
+  enum : uint8_t { kNone, kZero, kReal };  // a value's gradient: none, MXNet's zero node, an array
+  auto zero_input = [&](const Node& n, size_t k) { return k < 32 && (zero_inputs_of(n.op) >> k & 1u); };
+  std::vector<uint8_t> eager(V), graph(V);
+  std::vector<char> skipped(N), part_reached(parts);
+  // An input the part must hand MXNet's zero node: it has history outside the part.
+  auto history_outside = [&](int v, int part) {
+    const Value& val = t.values[v];
+    if (val.node >= 0) return part_of_node[val.node] != part;
+    if (!val.ext) return false;
+    if (!autograd_peek_works()) return true;
+    int req = 0;
+    return autograd_role(val.ext, &req) == AutogradRole::kHistory;
+  };
+  auto flag = [&](int part, const Node& n) {
+    if (!op_by_op[part] && op->empty()) *op = n.op->name;
+    op_by_op[part] = 1;
+  };
+  for (const auto& heads : head_sets) {
+    // Eager: every op its own node; an op whose output gradients are all zero nodes is skipped.
+    std::fill(eager.begin(), eager.end(), kNone);
+    std::fill(part_reached.begin(), part_reached.end(), 0);
+    for (int h : heads) eager[h] = kReal;
+    for (size_t i = N; i-- > 0;) {
+      const Node& n = t.nodes[i];
+      uint8_t s = kNone;
+      for (int v : n.out) s = std::max(s, eager[v]);
+      skipped[i] = s == kZero;
+      if (s == kNone) continue;
+      part_reached[part_of_node[i]] = 1;
+      for (size_t k = 0; k < n.in.size(); ++k)
+        eager[n.in[k]] = std::max<uint8_t>(eager[n.in[k]], skipped[i] || zero_input(n, k) ? kZero : kReal);
+    }
+    // Each reached part as one graph: its results arrive with arrays, and nnvm's pass skips
+    // inside it as eager does, except for ops in our fused units (their gradient always runs).
+    std::fill(graph.begin(), graph.end(), kNone);
+    for (size_t v = 0; v < V; ++v)
+      if (t.values[v].node >= 0 && handed_on[v] && part_reached[part_of_node[t.values[v].node]]) graph[v] = kReal;
+    for (size_t i = N; i-- > 0;) {
+      const Node& n = t.nodes[i];
+      uint8_t s = kNone;
+      for (int v : n.out) s = std::max(s, graph[v]);
+      if (s == kNone) continue;
+      const bool skips = s == kZero && !(fuse && may_fuse(t, i));
+      if (skipped[i] && !skips) flag(part_of_node[i], n);  // eager skips it, its part's backward would not
+      for (size_t k = 0; k < n.in.size(); ++k) {
+        const int v = n.in[k];
+        if (t.values[v].node >= 0 && part_of_node[t.values[v].node] == part_of_node[i] && !handed_on[v])
+          graph[v] = std::max<uint8_t>(graph[v], skips || zero_input(n, k) ? kZero : kReal);
+      }
+    }
+    // An input with history that eager's gradient reaches only as zero nodes: its part's
+    // backward would hand the ops before it an array instead.
+    for (size_t i = 0; i < N; ++i) {
+      const Node& n = t.nodes[i];
+      if (!part_reached[part_of_node[i]]) continue;
+      for (int v : n.in)
+        if (eager[v] == kZero && history_outside(v, part_of_node[i])) flag(part_of_node[i], n);
+    }
+  }
+  return op_by_op;
+}
 
 std::string backward_could_do_more(const Trace& t, const std::vector<OutputSpec>& heads, bool known_heads,
                                   std::string* op) {

@@ -11,7 +11,9 @@ namespace minpy {
 // The parts of a trace, in the order of their first op, or nothing if it is one part. A part's
 // slots borrow the parent's Python references: only the parent releases them.
 // `held`: per value, the array holding it for the program (a graph output), else null.
-std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held);
+// `part_of_node`, if given: per node of t, the index of its part (all 0 when it is one part).
+std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held,
+                                     std::vector<int>* part_of_node = nullptr);
 
 // A part is still one autograd node: a backward whose heads depend on any of its results runs
 // the backward of every op in it, with zero gradients for the results they do not depend on.
@@ -24,5 +26,28 @@ std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHa
 // (or the first reading such an input); "" when none (the part may run as one graph).
 std::string backward_could_do_more(const Trace& t, const std::vector<OutputSpec>& heads, bool known_heads,
                                   std::string* op);
+
+// The inputs (bits) whose gradient MXNet's FGradient gives as its zero node (zeros_like, from
+// MakeZeroGradNodes): comparisons, logical ops, rounding, argmax/argsort/topk, BlockGrad, one_hot,
+// shape_array, zeros_like/ones_like (all inputs); where's condition; the rhs of broadcast_like,
+// reshape_like. Found by probing MXNet 1.9.1 eagerly (tests/stress/find_zero_gradient_ops.py).
+uint32_t zero_gradient_inputs(const std::string& op);
+uint32_t zero_inputs_of(const OpInfo* op);  // the same, remembered per op
+
+// MXNet's gradient pass (nnvm Gradient with zero_ops, CheckGradAllZero in MakeNonlossGradNode)
+// gives an op whose output gradients are all such zero nodes zero nodes for its inputs instead
+// of running its backward: eagerly, ops whose results reach a head only through a comparison or
+// floor are skipped, and 0 * inf in their backward never happens. A part run as one CachedOp
+// hides that across its boundary: its backward hands real (zero-filled) arrays to the ops
+// before it, and gets real arrays for its results, so it and they run with zeros: NaN where
+// eager's gradient is 0 (fuzz seeds 414917, 212037). Inside one part nnvm's pass skips as eager
+// does, except through our fused units. `part_of_node`: per node its part (independent_parts);
+// `head_sets`: the heads of each backward to expect, as values of t; `handed_on`: per value,
+// whether it is a result of its part's graph (held, or read by another part). Returns per part
+// whether it must run op by op (each op its own autograd node, as eager's), and in `op` the
+// first op concerned.
+std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,
+                                              const std::vector<std::vector<int>>& head_sets,
+                                              const std::vector<char>& handed_on, bool fuse, std::string* op);
 
 }  // namespace minpy
