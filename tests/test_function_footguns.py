@@ -106,6 +106,29 @@ def test_loop_that_runs_zero_times_keeps_the_value_from_before():
         assert_same(f.original(x, y, n), f(x, y, n))
 
 
+def test_value_carried_through_a_loop_that_may_not_run_is_kept_by_the_branch_before():
+    """The same, one step further: the value the loop may leave as it was comes from a
+    fragment in a branch before (`t = nd.abs(x)` in the else), whose write only the loop's
+    carried input reads, so that write must be an output of its fragment too (seed 2290)."""
+    @minpy_jit.function
+    def f(x, y, n):
+        if n % 2 == 0:
+            t = x + 0.25
+        else:
+            t = nd.abs(x)
+            y = y * t          # the only read of t, inside its own fragment
+        for _ in range(n):
+            t = x * 3          # an output (t is read elsewhere), so carried in
+            y = y * 2
+        if n > 100:            # a boundary: the loop's fragment ends above
+            y = y - 1
+        return y
+
+    x, y = arr(rand(3, 2)), arr(rand(3, 2))
+    for n in (1, 1, 0, 2, 3, 0):
+        assert_same(f.original(x, y, n), f(x, y, n))
+
+
 def test_augmented_assignment_in_a_loop_reads_the_fragments_result():
     """Footgun: `t += x` in a `while` loop (a boundary) reads t, which the fragment before the
     loop assigns; an analysis that counts `t +=` only as a write drops t from the fragment's

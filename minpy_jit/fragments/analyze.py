@@ -71,6 +71,7 @@ class FragmentSpec:
         self.outputs = []         # names assigned here and read elsewhere (or carried round a loop)
         self.maybe_unbound = []   # outputs that may be unbound when the fragment ends
         self.maybe_unbound_inputs = []  # inputs that may be unbound when it starts (passed as UNBOUND)
+        self.carried_inputs = []  # inputs only because a loop that may not run assigns them
         self.returns = False      # ends with `return <value>`: the value is the last output
         self.returns_none = False  # ends with a bare `return`
         self.in_loop = False
@@ -111,6 +112,7 @@ class Plan:
         self.locals = set()
         self.freevars = set(fn.__code__.co_freevars)
         self.cellvars = set()         # locals read by nested functions
+        self.carried_reads = set()    # locals some fragment carries through a loop that may not run
         self.declared_global = set()
 
     @property
@@ -605,8 +607,16 @@ def analyze(fn, breaks=None):
     plan.all_loads = names.loads
     plan.breaks = dict(breaks or {})
     _plan_block(plan, tree.body, set(plan.params), in_loop=False)
-    for frag in plan.fragments:
-        _finish_fragment(plan, frag)
+    # A value a fragment carries through unchanged (an input it adds for a loop that may not
+    # run) is read there without a Name node: such reads make earlier writes live too, which
+    # may add carried inputs elsewhere -- to a fixed point (each round only adds names).
+    while True:
+        for frag in plan.fragments:
+            _finish_fragment(plan, frag)
+        carried = {n for frag in plan.fragments for n in frag.maybe_unbound_inputs + frag.carried_inputs}
+        if carried <= plan.carried_reads:
+            break
+        plan.carried_reads |= carried
     _mark_flush_follows(plan)
     return plan
 
@@ -722,6 +732,9 @@ def _bodies(stmt):
 
 
 def _finish_fragment(plan, frag):
+    frag.inputs, frag.input_lines, frag.input_nodes, frag.outputs = [], {}, {}, []
+    frag.maybe_unbound, frag.maybe_unbound_inputs, frag.carried_inputs = [], [], []
+    frag.returns = frag.returns_none = False
     rw = _ReadsWrites()
     for s in frag.stmts:
         rw.visit(s)
@@ -742,7 +755,8 @@ def _finish_fragment(plan, frag):
     for name in written:
         if name not in plan.locals:
             continue
-        live = name in outside or name in plan.cellvars or (frag.in_loop and name in seen)
+        live = (name in outside or name in plan.cellvars or name in plan.carried_reads
+                or (frag.in_loop and name in seen))
         if live:
             outs.append(name)
     last = frag.stmts[-1]
@@ -762,7 +776,9 @@ def _finish_fragment(plan, frag):
             continue
         frag.inputs.append(name)
         frag.input_lines[name] = frag.first_line
-        if name not in frag.bound_at_start:
+        if name in frag.bound_at_start:
+            frag.carried_inputs.append(name)
+        else:
             frag.maybe_unbound_inputs.append(name)
     # outputs that may still be unbound at the end (assigned only inside an unrolled loop)
     end_bound = _bound_after_block(body, set(frag.bound_at_start))
