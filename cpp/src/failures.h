@@ -33,9 +33,13 @@ bool op_can_fail(const std::string& name);
 // reduction axes"; eager: the first read raises). Decided per call from the shape and `reps`.
 bool tile_can_fail(const AVal& input, const std::vector<Attr>& attrs);
 
-// Whether this call of `op_name` may fail at run time on these inputs: tile over too many axes
-// (above), and sort/argsort of float16 on CPU ("This operation does not support float16",
-// raised by the kernel, so eager's first read raises).
+// A reduction (sum, mean, max ... over `axis`) likewise: at most 5 axes once merged.
+bool reduce_can_fail(const AVal& input, const std::vector<Attr>& attrs);
+
+// Whether this call of `op_name` may fail at run time on these inputs: tile or a reduction over
+// too many axes (above), a scalar slice assignment or a 4-d image op given more than 5 axes,
+// a oneDNN concat or BatchNorm given more than 6, and sort/argsort of float16 on CPU ("This
+// operation does not support float16", raised by the kernel, so eager's first read raises).
 bool call_can_fail(const std::string& op_name, const std::vector<const AVal*>& inputs,
                    const std::vector<Attr>& attrs);
 

@@ -4,8 +4,9 @@ An op that fails at run time stores its error on its output arrays in MXNet's en
 error surfaces at the first read. minpy_jit must never put such an op in a compiled graph
 (record.cc: `can_fail`). This script finds them empirically: every operator the op sweep
 (tests/opcases.py) can call is run again with adversarial data in each array argument --
-zeros, negative, huge and NaN values, out-of-range indices, singular matrices -- and it is
-reported when the call itself succeeds but reading a result raises.
+zeros, negative, huge and NaN values, out-of-range indices, singular matrices -- and with 6
+and 7 axes (leading axes added to every array), each op in a forked process, and it is
+reported when the call itself succeeds but reading a result raises (or the process dies).
 
     PYTHONPATH=$PWD .venv/bin/python tests/stress/find_runtime_failures.py
 
@@ -38,26 +39,80 @@ def variants(a):
     return {k: make(v) for k, v in out.items()}
 
 
+def ranked(arrays, ndim):
+    """The op's arrays with leading axes of size 2 added, so the first has ndim axes (MXNet's
+    kernels are compiled for at most 5 axes; some find out only while they run)."""
+    extra = ndim - len(arrays[0].shape) if arrays and arrays[0].stype == "default" else 0
+    if extra <= 0:
+        return None
+    return [a.reshape((1,) * extra + a.shape).broadcast_to((2,) * extra + a.shape).copy()
+            if a.stype == "default" and len(a.shape) else a for a in arrays]
+
+
+def trials(arrays):
+    """(label, arrays): each array argument in turn replaced by adversarial data, then all
+    arrays given 6 and 7 axes."""
+    for k, a in enumerate(arrays):
+        if a.stype != "default":
+            continue
+        for label, bad in variants(a).items():
+            trial = [x.copy() for x in arrays]
+            trial[k] = bad
+            yield "input %d %s" % (k, label), trial
+    for ndim in (6, 7):
+        trial = ranked(arrays, ndim)
+        if trial is not None:
+            yield "%d axes" % ndim, trial
+
+
+def audit_op(op, arrays, params):
+    """Why the op failed at run time, per trial that was accepted when called."""
+    why = []
+    for label, trial in trials(arrays):
+        try:
+            outs = opcases.invoke(op, trial, params)
+        except mx.MXNetError:
+            continue  # refused when called: not a run-time failure
+        for o in outs:
+            try:
+                o.wait_to_read()
+            except mx.MXNetError as e:
+                why.append("%s: %s" % (label, str(e).splitlines()[-1][:90]))
+                break
+    return why
+
+
+def in_child(fn, *args):
+    """fn(*args) (a list of strings) in a forked process: some ops crash MXNet on such input
+    (CTCLoss), which is reported as a finding instead of ending the audit."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = "\n".join(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - reported by the parent
+            out = "the audit raised %s: %s" % (type(e).__name__, e)
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        text = f.read()
+    _, status = os.waitpid(pid, 0)
+    lines = [x for x in text.split("\n") if x]
+    if status:
+        lines.append("the process crashed (wait status %d)" % status)
+    return lines
+
+
 def audit(numpy_ops):
     found = {}
     cases = opcases.discover(numpy_ops)
     for name, (op, arrays, params) in sorted(cases.items()):
-        for k, a in enumerate(arrays):
-            if a.stype != "default":
-                continue
-            for label, bad in variants(a).items():
-                trial = [x.copy() for x in arrays]
-                trial[k] = bad
-                try:
-                    outs = opcases.invoke(op, trial, params)
-                except mx.MXNetError:
-                    continue  # refused when called: not a run-time failure
-                for o in outs:
-                    try:
-                        o.wait_to_read()
-                    except mx.MXNetError as e:
-                        found.setdefault(name, []).append("input %d %s: %s" % (k, label, str(e).splitlines()[-1][:90]))
-                        break
+        why = in_child(audit_op, op, arrays, params)
+        if why:
+            found[name] = why
+            print(name, "|", why[0], "(+%d more)" % (len(why) - 1) if len(why) > 1 else "", flush=True)
     return found
 
 
@@ -66,8 +121,7 @@ def main():
         if numpy_ops:
             mx.util.np_array(True).__enter__()
             mx.util.np_shape(True).__enter__()
-        for name, why in sorted(audit(numpy_ops).items()):
-            print(name, "|", why[0], "(+%d more)" % (len(why) - 1) if len(why) > 1 else "")
+        audit(numpy_ops)  # prints each finding as it is found
 
 
 if __name__ == "__main__":
