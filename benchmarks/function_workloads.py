@@ -11,16 +11,30 @@ Targets (issue 11): W1 >= 5x faster than the hybridized block; W4 >= 2x faster t
 hybridized sequence and than jit(); W3 >= 1.3x faster than jit() and no slower than the
 hybridized step; a guard check on 10 arrays < 2 us.
 
-    .venv/bin/python benchmarks/function_workloads.py [--json out.json] [--only w1,w3,w4,guards]
+    .venv/bin/python benchmarks/function_workloads.py [--json out.json] [--only w1,w3,w4,guards] [--breakdown]
+
+--breakdown: after the table, where the time of one call goes, for @function and jit(): MXNet's
+profiler, operator time per call summed by operator, against the wall and CPU time (process time:
+both the Python thread and MXNet's worker) of the same profiled calls. A workload whose operator
+time is most of its call is bound by its kernels; the rest is the call's fixed costs (Python,
+guards, CachedOp, engine). So that each operator is timed on its own, the flag turns MXNet's
+engine bulking off for the whole run: that run's table is slower (hybridized most) and not
+comparable with a run without the flag.
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if "--breakdown" in sys.argv:  # read by MXNet when it starts: one profiler entry per operator
+    os.environ.setdefault("MXNET_EXEC_BULK_EXEC_INFERENCE", "0")
+    os.environ.setdefault("MXNET_EXEC_BULK_EXEC_TRAIN", "0")
+
+import re  # noqa: E402
+import time  # noqa: E402
 
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
-from mxnet import autograd, gluon, nd  # noqa: E402
+from mxnet import autograd, gluon, nd, profiler  # noqa: E402
 from mxnet.gluon import nn, rnn  # noqa: E402
 
 import minpy_jit  # noqa: E402
@@ -62,13 +76,14 @@ def bench_w1():
 
     for name, f in (("hybrid", lambda: net(x)), ("jit", jitted), ("function", lambda: w1_function(x))):
         assert np.allclose(f().asnumpy(), ref, rtol=1e-5, atol=1e-5), name
-    res = timing.compare({
+    fns = {
         "eager": lambda: w1_chain(x).wait_to_read(),
         "hybrid": lambda: net(x).wait_to_read(),
         "jit": lambda: jitted().wait_to_read(),
         "function": lambda: w1_function(x).wait_to_read(),
-    })
-    return {"workload": "W1 small-op chain", "unit": "us/op", "scale": 1e6 / W1_OPS, "res": res,
+    }
+    res = timing.compare(fns)
+    return {"workload": "W1 small-op chain", "unit": "us/op", "scale": 1e6 / W1_OPS, "res": res, "fns": fns,
             "target": "function >= 5x faster than hybridized"}
 
 
@@ -120,13 +135,14 @@ def bench_w4():
                     ("function", lambda: sequence(xs, h0, c0))):
         for a, b in zip(ref, f()):
             assert np.allclose(a, b.asnumpy(), rtol=1e-5, atol=1e-6), name
-    res = timing.compare({
+    fns = {
         "eager": lambda: loop(xs, h0, c0)[0].wait_to_read(),
         "hybrid": lambda: seq(x_all, h0, c0)[0].wait_to_read(),
         "jit": lambda: jitted()[0].wait_to_read(),
         "function": lambda: sequence(xs, h0, c0)[0].wait_to_read(),
-    })
-    return {"workload": "W4 LSTM 50 steps", "unit": "ms/seq", "scale": 1e3, "res": res,
+    }
+    res = timing.compare(fns)
+    return {"workload": "W4 LSTM 50 steps", "unit": "ms/seq", "scale": 1e3, "res": res, "fns": fns,
             "target": "function >= 2x faster than hybridized and than jit()"}
 
 
@@ -190,8 +206,9 @@ def bench_w3():
         for a, b in zip(ref, nets[m][0].collect_params().values()):
             assert np.allclose(a, b.data().asnumpy(), rtol=1e-4, atol=1e-5), m
         assert np.isclose(losses[m], losses["eager"], rtol=1e-4), (m, losses)
-    res = timing.compare({m: (lambda m=m: run(m)) for m in nets})
-    return {"workload": "W3 MLP train step", "unit": "ms/step", "scale": 1e3, "res": res,
+    fns = {m: (lambda m=m: run(m)) for m in nets}
+    res = timing.compare(fns)
+    return {"workload": "W3 MLP train step", "unit": "ms/step", "scale": 1e3, "res": res, "fns": fns,
             "target": "function >= 1.3x faster than jit(), no slower than hybridized"}
 
 
@@ -214,6 +231,37 @@ def bench_guards():
             "call_us": call.median * 1e6, "target": "< 2 us a check"}
 
 
+# ------------------------------------------------------------------ breakdown
+def operator_times(text, calls):
+    """ms per call of each operator in the 'operator' table of profiler.dumps()."""
+    times = {}
+    for line in text[text.index("\noperator"):].splitlines():
+        m = re.match(r"(\S.*?)\s{2,}(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+$", line)
+        if m and m.group(1) not in ("WaitForVar", "DeleteVariable"):
+            times[m.group(1)] = float(m.group(3)) / calls
+    return times
+
+
+def breakdown(name, fn, calls=100):
+    for _ in range(5):
+        fn()
+    nd.waitall()
+    profiler.set_config(profile_all=True, aggregate_stats=True, filename=os.devnull)
+    profiler.set_state("run")
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(calls):
+        fn()
+    nd.waitall()
+    wall, cpu = (time.perf_counter() - t0) / calls * 1e3, (time.process_time() - c0) / calls * 1e3
+    profiler.set_state("stop")
+    ops = operator_times(profiler.dumps(reset=True), calls)
+    total = sum(ops.values())
+    print("  %-28s wall %8.3f ms  cpu %8.3f ms  operators %8.3f ms (%3.0f%% of wall) a call"
+          % (name, wall, cpu, total, 100 * total / wall if wall else 0))
+    for op, ms in sorted(ops.items(), key=lambda kv: -kv[1])[:5]:
+        print("      %-40s %8.3f ms" % (op[:40], ms))
+
+
 def main():
     only = None
     if "--only" in sys.argv:
@@ -221,11 +269,12 @@ def main():
     print("@minpy_jit.function: W1, W3, W4 decorated, each against eager, hybridized and jit() in one run")
     timing.print_env()
     print()
-    rows, summary = [], []
+    rows, summary, measured = [], [], []
     for key, fn in (("w1", bench_w1), ("w3", bench_w3), ("w4", bench_w4)):
         if only and key not in only:
             continue
         r = fn()
+        measured.append(r)
         res, k = r["res"], r["scale"]
         med = {m: res[m].median * k for m in res}
         rows.append([r["workload"], r["unit"]] + ["%.3f" % med[m] for m in ("eager", "hybrid", "jit", "function")]
@@ -236,6 +285,12 @@ def main():
     if rows:
         timing.table(rows, ["workload", "unit", "eager", "hybridized", "jit()", "@function", "hybrid/function",
                             "jit/function", "spread"])
+    if "--breakdown" in sys.argv and measured:
+        print()
+        print("where the time of a call goes (MXNet profiler on, engine bulking off: not the timing above)")
+        for r in measured:
+            for mode in ("function", "jit"):
+                breakdown("%s %s" % (r["workload"].split()[0], mode), r["fns"][mode])
     if not only or "guards" in only:
         g = bench_guards()
         print()
