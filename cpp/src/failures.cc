@@ -116,11 +116,19 @@ bool reduce_can_fail(const AVal& input, const std::vector<Attr>& attrs) {
 bool call_can_fail(const std::string& op_name, const std::vector<const AVal*>& inputs,
                    const std::vector<Attr>& attrs) {
   // oneDNN (MKLDNN) kernels on CPU: "MKLDNN doesn't support 7 dimensions", while they run
-  static const std::unordered_set<std::string> onednn_up_to_6_axes = {"Concat", "concat", "BatchNorm",
-                                                                       "_rnn_param_concat", "_contrib_quantize_v2"};
-  if (onednn_up_to_6_axes.count(op_name))
+  // and numpy's dot (its transpose: "Transpose support at most 6 dimensions")
+  static const std::unordered_set<std::string> up_to_6_axes = {
+      "Concat", "concat", "BatchNorm", "_rnn_param_concat", "_contrib_quantize_v2", "_npi_rnn_param_concat",
+      "_npx_batch_norm", "_np_dot"};
+  if (up_to_6_axes.count(op_name))
     for (const AVal* a : inputs)
       if (a->ndim > 6 && a->dev_type != kGPU) return true;
+  // numpy's where broadcasts into at most 5 axes, checked while it runs
+  static const std::unordered_set<std::string> up_to_5_axes = {"_npi_where", "_npi_where_lscalar",
+                                                               "_npi_where_rscalar"};
+  if (up_to_5_axes.count(op_name))
+    for (const AVal* a : inputs)
+      if (a->ndim > kMaxKernelAxes) return true;
   if (inputs.size() != 1) return false;
   const AVal& in = *inputs[0];
   if (op_name == "tile") return tile_can_fail(in, attrs);
@@ -132,8 +140,8 @@ bool call_can_fail(const std::string& op_name, const std::vector<const AVal*>& i
   // failing while they run. x[i] = v, x[a:b] = v: the slice kernels' NDIM switch stops at 5
   // ("ndim=6too large"); ops written for 4-d images ("dimension do not match").
   static const std::unordered_set<std::string> at_most_5_axes = {
-      "_slice_assign_scalar", "_npi_slice_assign_scalar", "_crop_assign_scalar", "BatchNorm_v1", "InstanceNorm",
-      "LRN", "GroupNorm", "_contrib_AdaptiveAvgPooling2D", "_contrib_BilinearResize2D"};
+      "_slice_assign_scalar", "_npi_slice_assign_scalar", "_crop_assign_scalar", "_npi_diff", "BatchNorm_v1",
+      "InstanceNorm", "LRN", "GroupNorm", "_contrib_AdaptiveAvgPooling2D", "_contrib_BilinearResize2D"};
   if (at_most_5_axes.count(op_name)) return in.ndim > kMaxKernelAxes;
   static const std::unordered_set<std::string> sorts = {"sort", "argsort", "_npi_sort", "_npi_argsort"};
   return sorts.count(op_name) > 0 && in.dtype == 2 /* float16 */ && in.dev_type != kGPU;

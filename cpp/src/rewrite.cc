@@ -173,7 +173,8 @@ static bool expand_lifted_or_throw(const std::string& op, const std::vector<Attr
   if (op == "multi_sgd_update" || op == "multi_sgd_mom_update") {
     bool mom = op == "multi_sgd_mom_update";
     size_t stride = mom ? 3 : 2;
-    std::vector<double> lrs = float_tuple(attr_value(attrs, "lrs", "")), wds = float_tuple(attr_value(attrs, "wds", ""));
+    std::vector<double> lrs = float_tuple(attr_value(attrs, "lrs", ""));
+    std::vector<double> wds = float_tuple(attr_value(attrs, "wds", ""));
     size_t n = in.size() / stride;
     if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
     std::vector<int> LRs;  // all constants first: a failure must not leave half an expansion behind
@@ -184,8 +185,8 @@ static bool expand_lifted_or_throw(const std::string& op, const std::vector<Attr
     for (size_t i = 0; i < n; ++i) {
       int LR = LRs[i];
       if (mom) {
-        auto r = sgd_mom(em, in[i * 3], in[i * 3 + 1], in[i * 3 + 2], LR, float_field(attrs, "momentum", 0), wds[i], rescale,
-                         clip_g);
+        auto r = sgd_mom(em, in[i * 3], in[i * 3 + 1], in[i * 3 + 2], LR, float_field(attrs, "momentum", 0), wds[i],
+                         rescale, clip_g);
         outs->push_back(r.first);
         updates->emplace_back(static_cast<int>(i * 3 + 2), r.second);
       } else {
@@ -204,7 +205,8 @@ static bool expand_native_or_throw(const std::string& op, const std::vector<Attr
   if (!needs_expansion(op)) return false;
   bool mom = op == "multi_sgd_mom_update";
   size_t stride = mom ? 3 : 2;
-  std::vector<double> lrs = float_tuple(attr_value(attrs, "lrs", "")), wds = float_tuple(attr_value(attrs, "wds", ""));
+  std::vector<double> lrs = float_tuple(attr_value(attrs, "lrs", ""));
+  std::vector<double> wds = float_tuple(attr_value(attrs, "wds", ""));
   size_t n = in.size() / stride;
   if (lrs.size() != n || wds.size() != n || in.size() % stride) return false;
   if (!mom) {  // MultiSGDKernel's own arithmetic (not sgd_update's), with each lr as a constant
