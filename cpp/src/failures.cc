@@ -113,38 +113,58 @@ bool reduce_can_fail(const AVal& input, const std::vector<Attr>& attrs) {
   return merged_axes(big, small) > kMaxKernelAxes;
 }
 
-bool call_can_fail(const std::string& op_name, const std::vector<const AVal*>& inputs,
-                   const std::vector<Attr>& attrs) {
-  // oneDNN (MKLDNN) kernels on CPU: "MKLDNN doesn't support 7 dimensions", while they run
-  // and numpy's dot (its transpose: "Transpose support at most 6 dimensions")
-  static const std::unordered_set<std::string> up_to_6_axes = {
-      "Concat", "concat", "BatchNorm", "_rnn_param_concat", "_contrib_quantize_v2", "_npi_rnn_param_concat",
-      "_npx_batch_norm", "_np_dot"};
-  if (up_to_6_axes.count(op_name))
+FailRule fail_rule(const std::string& op_name) {
+  // Found by tests/stress/find_runtime_failures.py (data variants, and 6 and 7 axes): accepted
+  // when called, failing while they run.
+  static const std::unordered_map<std::string, FailRule> rules = [] {
+    std::unordered_map<std::string, FailRule> m = {{"tile", FailRule::kTile}};
+    for (const char* n : {"sum", "mean", "prod", "nansum", "nanprod", "max", "min", "sum_axis", "max_axis",
+                          "min_axis", "norm", "_npi_sum", "_npi_mean", "_npi_prod", "_npi_max", "_npi_min",
+                          "_np_sum", "_np_max", "_np_min", "_np_prod"})
+      m[n] = FailRule::kReduction;
+    // x[i] = v, x[a:b] = v: the slice kernels' NDIM switch stops at 5 ("ndim=6too large"); ops
+    // written for 4-d images ("dimension do not match")
+    for (const char* n : {"_slice_assign_scalar", "_npi_slice_assign_scalar", "_crop_assign_scalar", "_npi_diff",
+                          "BatchNorm_v1", "InstanceNorm", "LRN", "GroupNorm", "_contrib_AdaptiveAvgPooling2D",
+                          "_contrib_BilinearResize2D"})
+      m[n] = FailRule::kOver5Axes;
+    // numpy's where broadcasts into at most 5 axes, checked while it runs
+    for (const char* n : {"_npi_where", "_npi_where_lscalar", "_npi_where_rscalar"})
+      m[n] = FailRule::kAnyInputOver5Axes;
+    // oneDNN kernels on CPU ("MKLDNN doesn't support 7 dimensions"), numpy's dot (its transpose:
+    // "Transpose support at most 6 dimensions")
+    for (const char* n : {"Concat", "concat", "BatchNorm", "_rnn_param_concat", "_contrib_quantize_v2",
+                          "_npi_rnn_param_concat", "_npx_batch_norm", "_np_dot"})
+      m[n] = FailRule::kAnyInputOver6AxesOnCpu;
+    // "This operation does not support float16", raised by the CPU kernel
+    for (const char* n : {"sort", "argsort", "_npi_sort", "_npi_argsort"}) m[n] = FailRule::kFloat16SortOnCpu;
+    return m;
+  }();
+  auto it = rules.find(op_name);
+  return it == rules.end() ? FailRule::kNever : it->second;
+}
+
+bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const std::vector<Attr>& attrs) {
+  auto any_input = [&](int max_axes, bool cpu_only) {
     for (const AVal* a : inputs)
-      if (a->ndim > 6 && a->dev_type != kGPU) return true;
-  // numpy's where broadcasts into at most 5 axes, checked while it runs
-  static const std::unordered_set<std::string> up_to_5_axes = {"_npi_where", "_npi_where_lscalar",
-                                                               "_npi_where_rscalar"};
-  if (up_to_5_axes.count(op_name))
-    for (const AVal* a : inputs)
-      if (a->ndim > kMaxKernelAxes) return true;
+      if (a->ndim > max_axes && !(cpu_only && a->dev_type == kGPU)) return true;
+    return false;
+  };
+  switch (rule) {
+    case FailRule::kNever: return false;
+    case FailRule::kAnyInputOver5Axes: return any_input(kMaxKernelAxes, false);
+    case FailRule::kAnyInputOver6AxesOnCpu: return any_input(6, true);
+    default: break;
+  }
   if (inputs.size() != 1) return false;
   const AVal& in = *inputs[0];
-  if (op_name == "tile") return tile_can_fail(in, attrs);
-  static const std::unordered_set<std::string> reductions = {
-      "sum", "mean", "prod", "nansum", "nanprod", "max", "min", "sum_axis", "max_axis", "min_axis", "norm",
-      "_npi_sum", "_npi_mean", "_npi_prod", "_npi_max", "_npi_min", "_np_sum", "_np_max", "_np_min", "_np_prod"};
-  if (reductions.count(op_name)) return reduce_can_fail(in, attrs);
-  // Found by tests/stress/find_runtime_failures.py with 6 and 7 axes: accepted when called,
-  // failing while they run. x[i] = v, x[a:b] = v: the slice kernels' NDIM switch stops at 5
-  // ("ndim=6too large"); ops written for 4-d images ("dimension do not match").
-  static const std::unordered_set<std::string> at_most_5_axes = {
-      "_slice_assign_scalar", "_npi_slice_assign_scalar", "_crop_assign_scalar", "_npi_diff", "BatchNorm_v1",
-      "InstanceNorm", "LRN", "GroupNorm", "_contrib_AdaptiveAvgPooling2D", "_contrib_BilinearResize2D"};
-  if (at_most_5_axes.count(op_name)) return in.ndim > kMaxKernelAxes;
-  static const std::unordered_set<std::string> sorts = {"sort", "argsort", "_npi_sort", "_npi_argsort"};
-  return sorts.count(op_name) > 0 && in.dtype == 2 /* float16 */ && in.dev_type != kGPU;
+  switch (rule) {
+    case FailRule::kTile: return tile_can_fail(in, attrs);
+    case FailRule::kReduction: return reduce_can_fail(in, attrs);
+    case FailRule::kOver5Axes: return in.ndim > kMaxKernelAxes;
+    case FailRule::kFloat16SortOnCpu: return in.dtype == 2 /* float16 */ && in.dev_type != kGPU;
+    default: return false;
+  }
 }
 
 OpInfo& failing_twin(const OpInfo& op) {

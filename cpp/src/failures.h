@@ -36,12 +36,14 @@ bool tile_can_fail(const AVal& input, const std::vector<Attr>& attrs);
 // A reduction (sum, mean, max ... over `axis`) likewise: at most 5 axes once merged.
 bool reduce_can_fail(const AVal& input, const std::vector<Attr>& attrs);
 
-// Whether this call of `op_name` may fail at run time on these inputs: tile or a reduction over
+// The rule of an op, decided once from its name (OpInfo::fail_rule); kNever for most.
+FailRule fail_rule(const std::string& op_name);
+
+// Whether this call of an op may fail at run time on these inputs: tile or a reduction over
 // too many axes (above), a scalar slice assignment or a 4-d image op given more than 5 axes,
 // a oneDNN concat or BatchNorm given more than 6, and sort/argsort of float16 on CPU ("This
 // operation does not support float16", raised by the kernel, so eager's first read raises).
-bool call_can_fail(const std::string& op_name, const std::vector<const AVal*>& inputs,
-                   const std::vector<Attr>& attrs);
+bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const std::vector<Attr>& attrs);
 
 // The twin of an op that is recorded when this call may fail at run time: the same MXNet
 // operator with `can_fail` set (one per op, made on first use).

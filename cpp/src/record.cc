@@ -36,6 +36,7 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   info->expands = needs_expansion(n);
   info->update = update_op(n);
   info->can_fail = op_can_fail(n);
+  info->fail_rule = fail_rule(n);
   // Composing reset_arrays segfaults inside nnvm; the multi-tensor optimizer ops other than
   // multi_sgd_* lack symbolic inference.
   info->no_symbolic_form = n == "reset_arrays" || (n.rfind("multi_", 0) == 0 && !info->expands) ||
@@ -670,7 +671,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
   if (op.no_symbolic_form && !ours) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
-  if (!ours && call_can_fail(op.name, in_avals, attrs)) {
+  if (!ours && op.fail_rule != FailRule::kNever && call_can_fail(op.fail_rule, in_avals, attrs)) {
     if (errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
     ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
   }

@@ -24,6 +24,17 @@ namespace minpy {
 
 struct UpdateOp;  // an optimizer update our multi-tensor kernels can run (updates.h)
 
+// How a call of an op may fail while it runs, by its inputs' shapes (failures.h).
+enum class FailRule : uint8_t {
+  kNever,
+  kTile,                    // too many axes once merged
+  kReduction,               // likewise, over its `axis`
+  kOver5Axes,               // its (one) input has more than 5 axes
+  kAnyInputOver5Axes,
+  kAnyInputOver6AxesOnCpu,  // oneDNN kernels
+  kFloat16SortOnCpu,
+};
+
 // What the runtime knows about one MXNet operator (one per creator handle).
 struct OpInfo {
   AtomicSymbolCreator creator = nullptr;
@@ -34,6 +45,7 @@ struct OpInfo {
   bool effectful = false;  // random draws and side effects (debug prints): never dropped, never reordered
   const UpdateOp* update = nullptr;  // an optimizer update (updates.h), else null
   bool can_fail = false;   // may fail at run time on its data (failures.h): never dropped, never in a graph
+  FailRule fail_rule = FailRule::kNever;  // ... or on some input shapes (checked per call)
   OpInfo* kernel_twin = nullptr;     // ... and our multi-tensor op that can stand in for it (resolved once)
   // Decided once per op from its name (record.cc), not on every call:
   bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
