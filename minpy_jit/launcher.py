@@ -288,6 +288,14 @@ def read_hosts(path):
     return hosts
 
 
+class _Stopped(BaseException):
+    """The launcher got SIGINT or SIGTERM (raised by its handler)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m minpy_jit.launcher",
@@ -316,16 +324,19 @@ def main(argv=None):
         parser.error("no command given")
     extra = dict(kv.split("=", 1) for kv in args.env)
     hosts = read_hosts(args.hostfile) if args.hostfile else None
-    job = Job(command, args.num_workers, args.num_servers, hosts=hosts, env=extra, root_uri=args.root_uri,
-              port=args.port, interface=args.interface, ssh=shlex.split(args.ssh),
-              scheduler_runs_command=args.scheduler_runs_command)
 
+    # Installed before the first process starts: a signal that arrives while Job() is still
+    # starting them (a loaded machine) must stop the job too, not kill the launcher outright.
     def on_signal(signum, _frame):
-        job.stop()
-        sys.exit(128 + signum)
+        raise _Stopped(signum)  # Job() and Job.wait() stop every process they started on the way out
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        job = Job(command, args.num_workers, args.num_servers, hosts=hosts, env=extra, root_uri=args.root_uri,
+                  port=args.port, interface=args.interface, ssh=shlex.split(args.ssh),
+                  scheduler_runs_command=args.scheduler_runs_command)
         result = job.wait(timeout=args.timeout)
+    except _Stopped as stopped:
+        return 128 + stopped.signum
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
