@@ -5,6 +5,7 @@
     res = run_both(fn, x, seed=3)               # mx.random.seed(3) before each run
     res.stats                                   # minpy_jit.stats() delta of the jitted run
 """
+import contextlib
 import faulthandler
 import numbers
 import os
@@ -180,6 +181,11 @@ def assert_same(eager, jitted, rtol=None, atol=0.0):
 
 
 # ------------------------------------------------------------------ small shared helpers
+
+def jit_or_eager(use_jit):
+    """A jit() scope, or no scope at all: the same block run both ways."""
+    return minpy_jit.jit() if use_jit else contextlib.nullcontext()
+
 
 def rand(*shape, seed=0, dtype=np.float32):
     """Deterministic uniform(-1, 1) numpy data."""

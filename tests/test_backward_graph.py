@@ -13,7 +13,7 @@ from mxnet import autograd, gluon, nd
 from mxnet.gluon import nn
 
 import minpy_jit
-from conftest import BIG
+from conftest import BIG, jit_or_eager
 
 
 def bits(a):
@@ -57,20 +57,6 @@ def both(run):
     return eager, jitted, delta
 
 
-class _scope:
-    def __init__(self, on):
-        self.s = minpy_jit.jit() if on else None
-
-    def __enter__(self):
-        if self.s:
-            self.s.__enter__()
-
-    def __exit__(self, *a):
-        if self.s:
-            return self.s.__exit__(*a)
-        return False
-
-
 def rand(shape, seed):
     return nd.array(np.random.RandomState(seed).uniform(-1, 1, shape).astype(np.float32))
 
@@ -107,7 +93,7 @@ def test_gluon_trainer_50_steps_launches_per_step(opt, kw, extra, whole_step):
         lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
         losses = []
         for _ in range(steps):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     loss = lossfn(net(x), y)
                 loss.backward()
@@ -139,7 +125,7 @@ def test_ndarray_form_sgd_update_per_weight_50_steps(whole_step):
         x, y = rand((8, 20), 5), nd.array(np.arange(8) % 4)
         losses = []
         for _ in range(steps):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     h = nd.relu(nd.FullyConnected(x, ws[0], ws[1], num_hidden=16))
                     out = nd.FullyConnected(h, ws[2], ws[3], num_hidden=4)
@@ -190,7 +176,7 @@ def test_forms_backward_in_graph_bit_exact(name):
         x, w = rand((4, 3), 6), rand((4, 3) if name != "pick + log_softmax" else (3, 3), 7)
         x.attach_grad()
         w.attach_grad()
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 loss = f(x, w)
             loss.backward()
@@ -208,7 +194,7 @@ def test_head_gradient_and_two_heads_in_graph():
         x.attach_grad()
         hg = rand((5, 3), 9)
         out = []
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 y = nd.relu(x) * 3 - x
             y.backward(hg)
@@ -234,7 +220,7 @@ def test_frozen_parameters_get_no_gradient():
         net(rand((4, 20), 1))
         for p in net[0].collect_params().values():
             p.grad_req = "null"
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 loss = nd.sum(net(rand((4, 20), 2)))
             loss.backward()
@@ -346,7 +332,7 @@ def test_forms_left_to_mxnet_autograd(name):
         x, w = rand((4, 3), 10), rand((4, 3), 11)
         x.attach_grad()
         w.attach_grad()
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             return f(x, w)
 
     eager, jitted, st = both(run)
@@ -359,7 +345,7 @@ def test_second_backward_without_retain_graph_raises_like_eager():
         x = rand((3,), 12)
         x.attach_grad()
         errors = []
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 y = nd.sum(x * x)
             y.backward()
@@ -379,7 +365,7 @@ def test_switched_off_gives_the_autograd_path():
         x, w = rand((4, 3), 13), rand((4, 3), 14)
         x.attach_grad()
         w.attach_grad()
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 y = _fused_chain(x, w)
             y.backward()
@@ -422,7 +408,7 @@ def test_legacy_operator_backward_is_left_to_mxnet(name):
         if name == "SequenceMask" or name == "InstanceNorm":
             x = x.reshape((3, 3, 1)) if name == "SequenceMask" else x.reshape((1, 3, 3))
         x.attach_grad()
-        with _scope(use_jit):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 y = LEGACY_CASES[name](x) * 2
             y.backward()

@@ -15,7 +15,7 @@ from mxnet import autograd, gluon, nd
 from mxnet.gluon import nn
 
 import minpy_jit
-from conftest import BIG, rand
+from conftest import BIG, jit_or_eager, rand
 
 STEPS = 4
 
@@ -44,19 +44,6 @@ def fresh():
     yield
     minpy_jit.config(recompile_limit=old["recompile_limit"], backward_in_graph=old["backward_in_graph"],
                      whole_step=old["whole_step"])
-
-
-class _scope:
-    def __init__(self, on):
-        self.s = minpy_jit.jit() if on else None
-
-    def __enter__(self):
-        if self.s:
-            self.s.__enter__()
-
-    def __exit__(self, *a):
-        if self.s:
-            self.s.__exit__(*a)
 
 
 def both(run):
@@ -90,7 +77,7 @@ def gluon_run(opt, kw, between=None, steps=STEPS, **net_kw):
         lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
         out = []
         for _ in range(steps):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     loss = lossfn(net(x), y)
                 loss.backward()
@@ -170,7 +157,7 @@ def test_stale_gradient_warning_as_eager():
         lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
         out = []
         for _ in range(3):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     loss = lossfn(net(x), y)
                 loss.backward()
@@ -203,7 +190,7 @@ def nd_run(order, between=None, steps=STEPS):
         x, y = nd.array(rand(8, 12, seed=5)), nd.array(np.arange(8) % 4)
         out = []
         for _ in range(steps):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     h = nd.relu(nd.FullyConnected(x, ws[0], ws[1], num_hidden=16))
                     o = nd.FullyConnected(h, ws[2], ws[3], num_hidden=4)
@@ -251,7 +238,7 @@ def test_gradient_handle_taken_before_backward():
         x = nd.array(rs.uniform(-1, 1, (4, 5)).astype(np.float32))
         out = []
         for _ in range(STEPS):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     loss = (nd.relu(nd.dot(x, w)) ** 2).sum()
                 loss.backward()
@@ -276,7 +263,7 @@ def test_view_of_a_gradient_taken_before_backward():
         x = nd.array(rs.uniform(-1, 1, (2, 3)).astype(np.float32))
         out = []
         for _ in range(STEPS):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     loss = (nd.dot(x, w) ** 2).sum()
                 loss.backward()
@@ -301,7 +288,7 @@ def test_ops_after_backward_that_depend_on_the_training_flag_cut_the_graph():
         lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
         out = []
         for _ in range(STEPS):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 with autograd.record():
                     loss = lossfn(net(x), y)
                 loss.backward()
@@ -327,7 +314,7 @@ def test_two_steps_in_one_scope():
         lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
         out = []
         for _ in range(3):
-            with _scope(use_jit):
+            with jit_or_eager(use_jit):
                 for _ in range(2):
                     with autograd.record():
                         loss = lossfn(net(x), y)
