@@ -908,3 +908,30 @@ def test_lifted_update_of_a_failed_weight_leaves_its_gradient_intact():
         for a, b in zip(e, j):
             assert not isinstance(a, str) and not isinstance(b, str), (a, b)
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("case", ["x[2][:] = x[1]", "x[1].copyto(x[2])", "x[2:3][:] = x[1:2]"])
+def test_copy_between_two_views_of_one_array_as_eager(case):
+    """`x[2][:] = x[1]` is MXNet's CopyFromTo between two views of one storage. Recorded as
+    _copy, it ran (eagerly, since it writes memory another array shares) with its output sharing
+    its input's storage, and wrote nothing: x kept its old row (fuzz seed 1119362). Such a copy
+    now runs as MXNet's own _copyto, counted."""
+    x0 = np.arange(4 * 2 * 3, dtype=np.float32).reshape(4, 2, 3)
+
+    def run(use_jit):
+        x = nd.array(x0)
+        with (minpy_jit.jit() if use_jit else _no_scope()):
+            if case == "x[2][:] = x[1]":
+                dst, src = x[2], x[1]
+                dst[:] = src
+            elif case == "x[1].copyto(x[2])":
+                x[1].copyto(x[2])
+            else:
+                dst, src = x[2:3], x[1:2]
+                dst[:] = src
+        return x.asnumpy()
+
+    before = minpy_jit.stats()["fallbacks"].get("_copyto", 0)
+    eager, jitted = run(False), run(True)
+    np.testing.assert_array_equal(eager, jitted)
+    assert minpy_jit.stats()["fallbacks"].get("_copyto", 0) > before  # counted, never silent
