@@ -10,6 +10,7 @@
 
 #include "executor.h"
 #include "mxapi.h"
+#include "mxparse.h"
 #include "runtime.h"
 
 namespace minpy {
@@ -28,29 +29,10 @@ bool op_can_fail(const std::string& n) {
 
 namespace {
 
-// Integers of a tuple attribute ("(2, 3)", "[0,-1]", "4"); empty for "None" or "()".
+// The integers of a tuple attribute (tile's reps, a reduction's axis).
 std::vector<int64_t> int_tuple(const std::vector<Attr>& attrs, const char* key) {
-  std::vector<int64_t> out;
-  for (const Attr& a : attrs) {
-    if (a.key != key) continue;
-    const char* p = a.val.c_str();
-    while (*p) {
-      if (*p == '-' || (*p >= '0' && *p <= '9')) {
-        char* end = nullptr;
-        out.push_back(std::strtoll(p, &end, 10));
-        p = end;
-      } else {
-        ++p;
-      }
-    }
-  }
-  return out;
-}
-
-bool truthy(const std::vector<Attr>& attrs, const char* key) {
-  for (const Attr& a : attrs)
-    if (a.key == key) return a.val == "True" || a.val == "true" || a.val == "1";
-  return false;
+  auto read = [](const char* p, char** end) { return std::strtoll(p, end, 10); };
+  return mx_tuple<int64_t>(attr_value(attrs, key, ""), read);
 }
 
 // MXNet's BroadcastReduceShapeCompact, counting: the axes left when neighbouring axes that
@@ -105,7 +87,7 @@ bool reduce_can_fail(const AVal& input, const std::vector<Attr>& attrs) {
     if (a < 0) a += input.ndim;
     if (a >= 0 && a < input.ndim) reduced[a] = 1;
   }
-  if (truthy(attrs, "exclude"))
+  if (mx_bool(attr_value(attrs, "exclude", "False")))
     for (char& r : reduced) r = !r;
   std::vector<int64_t> big(input.dims, input.dims + input.ndim), small = big;
   for (int i = 0; i < input.ndim; ++i)

@@ -50,8 +50,6 @@ const std::unordered_map<std::string, Rule>& rules() {
 
 std::string attr(const Node& n, const char* key, const char* dflt) { return attr_value(n.attrs, key, dflt); }
 
-bool truthy(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
-
 // Activation's act_type -> the kernel instruction, or null if not fusible. Its sigmoid, tanh
 // and softrelu are not: MXNet's wheel runs them through oneDNN, whose approximations differ
 // from libm's (and from ours) in the last bits of a quarter to a half of all inputs, so they
@@ -156,7 +154,7 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
       return k;
     case kSplit: {
       const AVal& in = t.values[n.in[0]].aval;
-      if (n.in.size() != 1 || in.ndim < 1 || truthy(attr(n, "squeeze_axis", "False"))) return kNone;
+      if (n.in.size() != 1 || in.ndim < 1 || mx_bool(attr(n, "squeeze_axis", "False"))) return kNone;
       return axis_of(n, "1", in.ndim) == in.ndim - 1 ? k : kNone;
     }
     case kSlice: {

@@ -23,6 +23,7 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace minpy {
 
@@ -83,6 +84,28 @@ inline float mx_float_field(const std::string& s) { return dmlc_parse<float>(s);
 
 // A double field (the scalar of *_scalar ops), as the float32 kernel uses it.
 inline float mx_scalar_as_float(const std::string& s) { return static_cast<float>(dmlc_parse<double>(s)); }
+
+// A bool field ("True", "true" or "1").
+inline bool mx_bool(const std::string& s) { return s == "True" || s == "true" || s == "1"; }
+
+// The numbers of a tuple attribute ("(2, 3)", "[0,-1]", "4"), each read by `item` (strtoll,
+// strtof ...); empty for "None" or "()".
+template <typename T, typename Read>
+std::vector<T> mx_tuple(const std::string& s, Read item) {
+  std::vector<T> out;
+  const char* p = s.c_str();
+  while (*p) {
+    if ((*p >= '0' && *p <= '9') || *p == '-' || *p == '.') {
+      char* end = nullptr;
+      out.push_back(static_cast<T>(item(p, &end)));
+      if (end == p) break;
+      p = end;
+    } else {
+      ++p;
+    }
+  }
+  return out;
+}
 
 // An item of a Tuple<float> attribute (multi_sgd_update's lrs, wds).
 inline float mx_tuple_item(const std::string& s) { return std::strtof(s.c_str(), nullptr); }

@@ -44,18 +44,7 @@ double scalar_field(const std::vector<Attr>& attrs) { return dmlc_parse<double>(
 
 // "(0.1, 0.2)" or "[0.1, 0.2]" -> {0.1f, 0.2f}
 std::vector<double> float_tuple(const std::string& s) {
-  std::vector<double> out;
-  const char* p = s.c_str();
-  while (*p) {
-    if ((*p >= '0' && *p <= '9') || *p == '-' || *p == '.') {
-      char* end = nullptr;
-      out.push_back(std::strtof(p, &end));
-      p = end;
-    } else {
-      ++p;
-    }
-  }
-  return out;
+  return mx_tuple<double>(s, [](const char* p, char** end) { return std::strtof(p, end); });
 }
 
 // Thrown when no literal reads back as the value (mxparse.h): the expansion is abandoned and
