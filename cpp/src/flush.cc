@@ -117,6 +117,14 @@ std::string update_with_repeated_input(const Trace& t) {
 // reads through the other handle; eager replay can (MXNet orders them by memory).
 // Views of one chunk count as sharing even when their ranges are disjoint: that
 // costs an eager replay in a rare case, never a wrong value.
+// Whether an output writes into an array that existed before the trace (an out= target, an
+// input written in place), not only into a new result of ours.
+bool writes_existing_array(const Trace& t, const OutputSpec& o) {
+  if (o.target_ext >= 0) return true;
+  auto it = t.slots.find(o.handle);
+  return it == t.slots.end() || !it->second.ours;
+}
+
 bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs) {
   struct Array {
     NDArrayHandle h;
@@ -125,8 +133,7 @@ bool writes_alias_inputs(const Trace& t, const std::vector<OutputSpec>& outputs)
   };
   std::vector<Array> arrays;
   for (const auto& o : outputs)
-    if (o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours)
-      arrays.push_back({o.handle, &t.values[o.value].aval, true});
+    if (writes_existing_array(t, o)) arrays.push_back({o.handle, &t.values[o.value].aval, true});
   if (arrays.empty()) return false;
   for (const auto& v : t.values)
     if (v.node < 0 && v.ext) arrays.push_back({v.ext, &v.aval, false});
@@ -363,7 +370,7 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     // counted under the op making the first such write, as every eager fallback is
     std::string op = "in-place write";
     for (const auto& o : outputs)
-      if ((o.target_ext >= 0 || !t.slots.count(o.handle) || !t.slots.at(o.handle).ours) && t.values[o.value].node >= 0) {
+      if (writes_existing_array(t, o) && t.values[o.value].node >= 0) {
         op = t.nodes[t.values[o.value].node].op->name;
         break;
       }
@@ -476,9 +483,7 @@ void wait_for_foreign_flush(ThreadState& ts) {
 // skips behind a zero gradient (parts.h), each counted as a fallback; `why` says why.
 std::vector<char> zero_gradient_parts(const ThreadState& ts, const Trace& t, const std::vector<int>& part_of_node,
                                       int parts, std::string* why) {
-  bool any = false;
-  for (const Node& n : t.nodes) any |= zero_inputs_of(n.op) != 0;
-  if (!any) return std::vector<char>(parts, 0);
+  if (!t.zero_grad_ops) return std::vector<char>(parts, 0);
   // What each part's graph hands on: results the program holds, and values other parts read.
   std::vector<char> handed_on(t.values.size(), 0);
   std::vector<int> held;

@@ -200,23 +200,14 @@ uint32_t zero_gradient_inputs(const std::string& op) {
   return it == table.end() ? 0 : it->second;
 }
 
-uint32_t zero_inputs_of(const OpInfo* op) {
-  thread_local std::unordered_map<const OpInfo*, uint32_t> known;  // OpInfos live as long as the runtime
-  auto it = known.find(op);
-  if (it == known.end()) it = known.emplace(op, zero_gradient_inputs(op->name)).first;
-  return it->second;
-}
-
 std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,
                                               const std::vector<std::vector<int>>& head_sets,
                                               const std::vector<char>& handed_on, bool fuse, std::string* op) {
   std::vector<char> op_by_op(parts, 0);
-  bool any = false;
-  for (const Node& n : t.nodes) any |= zero_inputs_of(n.op) != 0;
-  if (!any) return op_by_op;
+  if (!t.zero_grad_ops) return op_by_op;
   const size_t N = t.nodes.size(), V = t.values.size();
   enum : uint8_t { kNone, kZero, kReal };  // a value's gradient: none, MXNet's zero node, an array
-  auto zero_input = [&](const Node& n, size_t k) { return k < 32 && (zero_inputs_of(n.op) >> k & 1u); };
+  auto zero_input = [&](const Node& n, size_t k) { return k < 32 && (n.op->zero_grad_inputs >> k & 1u); };
   std::vector<uint8_t> eager(V), graph(V);
   std::vector<char> skipped(N), part_reached(parts);
   // An input the part must hand MXNet's zero node: it has history outside the part.

@@ -31,8 +31,8 @@ std::string backward_could_do_more(const Trace& t, const std::vector<OutputSpec>
 // MakeZeroGradNodes): comparisons, logical ops, rounding, argmax/argsort/topk, BlockGrad, one_hot,
 // shape_array, zeros_like/ones_like (all inputs); where's condition; the rhs of broadcast_like,
 // reshape_like. Found by probing MXNet 1.9.1 eagerly (tests/stress/find_zero_gradient_ops.py).
+// Decided once per op: OpInfo::zero_grad_inputs (Trace::zero_grad_ops: the trace holds one).
 uint32_t zero_gradient_inputs(const std::string& op);
-uint32_t zero_inputs_of(const OpInfo* op);  // the same, remembered per op
 
 // MXNet's gradient pass (nnvm Gradient with zero_ops, CheckGradAllZero in MakeNonlossGradNode)
 // gives an op whose output gradients are all such zero nodes zero nodes for its inputs instead

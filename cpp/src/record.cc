@@ -8,11 +8,29 @@
 #include "failures.h"
 #include "mxapi.h"
 #include "mxparse.h"
+#include "parts.h"
 #include "rewrite.h"
 #include "runtime.h"
 #include "updates.h"
 
 namespace minpy {
+
+// Ops whose result does not depend on MXNet's training flag (OpContext::is_train): optimizer
+// updates, our kernels, and elementwise arithmetic. A graph runs every node under one flag,
+// so only these may follow a backward node recorded under the other one (an update after
+// `with autograd.record():` runs in predict mode, its forward in train mode). Others
+// (Dropout, BatchNorm, and oneDNN ops that pick a primitive by the flag) cut the trace.
+bool runs_alike_in_both_modes(const OpInfo& op) {  // decided once per op: OpInfo::mode_independent
+  static const std::unordered_set<std::string> elementwise = {
+      "_copy", "Cast", "zeros_like", "ones_like", "_mul_scalar", "_plus_scalar", "_minus_scalar",
+      "_rminus_scalar", "_div_scalar", "_rdiv_scalar", "_power_scalar", "_rpower_scalar", "_maximum_scalar",
+      "_minimum_scalar", "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div", "_plus", "_add",
+      "_minus", "_sub", "_mul", "_div", "_power", "_maximum", "_minimum", "broadcast_add", "broadcast_plus",
+      "broadcast_sub", "broadcast_minus", "broadcast_mul", "broadcast_div", "broadcast_maximum",
+      "broadcast_minimum", "square", "sqrt", "rsqrt", "abs", "sign", "negative", "reciprocal", "clip",
+      "where", "sum", "mean", "norm"};
+  return op.update || op.ours || elementwise.count(op.name) > 0;
+}
 
 OpInfo& op_info(AtomicSymbolCreator creator) {
   auto it = R->ops.find(creator);
@@ -43,6 +61,8 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
                            n.rfind("_multi_", 0) == 0 || n.rfind("preloaded_multi_", 0) == 0;
   info->sparse_output = n.find("sparse") != std::string::npos;  // cast_storage is decided per call
   info->ours = n.rfind("_minpy_", 0) == 0;
+  info->zero_grad_inputs = zero_gradient_inputs(n);
+  info->mode_independent = runs_alike_in_both_modes(*info);
   return *(R->ops[creator] = std::move(info));
 }
 
@@ -352,22 +372,6 @@ void mark_in_graph(Trace& t, PyObject* ndargs, PyObject* out) {
 // _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
 py::object record_call(ThreadState& ts, const py::args& args);
 
-// Ops whose result does not depend on MXNet's training flag (OpContext::is_train): optimizer
-// updates, our kernels, and elementwise arithmetic. A graph runs every node under one flag,
-// so only these may follow a backward node recorded under the other one (an update after
-// `with autograd.record():` runs in predict mode, its forward in train mode). Others
-// (Dropout, BatchNorm, and oneDNN ops that pick a primitive by the flag) cut the trace.
-bool runs_alike_in_both_modes(const OpInfo& op) {
-  static const std::unordered_set<std::string> elementwise = {
-      "_copy", "Cast", "zeros_like", "ones_like", "_mul_scalar", "_plus_scalar", "_minus_scalar",
-      "_rminus_scalar", "_div_scalar", "_rdiv_scalar", "_power_scalar", "_rpower_scalar", "_maximum_scalar",
-      "_minimum_scalar", "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div", "_plus", "_add",
-      "_minus", "_sub", "_mul", "_div", "_power", "_maximum", "_minimum", "broadcast_add", "broadcast_plus",
-      "broadcast_sub", "broadcast_minus", "broadcast_mul", "broadcast_div", "broadcast_maximum",
-      "broadcast_minimum", "square", "sqrt", "rsqrt", "abs", "sign", "negative", "reciprocal", "clip",
-      "where", "sum", "mean", "norm"};
-  return op.update || op.ours || elementwise.count(op.name) > 0;
-}
 
 // One trace, one context: a CachedOp runs every node of its graph on the device of its
 // inputs, so an op on another context than the trace's ends the trace first. Data-parallel
@@ -505,7 +509,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // After a backward node (backward.cc keeps its trace open) come the ops of the update,
   // recorded with autograd off: they join the trace, which runs without autograd.
   const bool follows_backward = t.backward >= 0 && !rec && t.np_shape == np_shape &&
-                                (t.training == train || runs_alike_in_both_modes(op));
+                                (t.training == train || op.mode_independent);
   if (!t.empty() && !follows_backward &&
       (t.backward >= 0 || t.recording != graph_op || t.training != train || t.np_shape != np_shape)) {
     const bool only_graph = t.training == train && t.np_shape == np_shape;

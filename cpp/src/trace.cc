@@ -46,6 +46,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
   }
   for (int mi : mutated_inputs) n.mutated.push_back(in[mi]);
   can_fail |= op->can_fail;
+  zero_grad_ops |= op->zero_grad_inputs != 0;
   key.add(op->hash);
   key.add(attr_hash);
   for (int v : in) key.add(static_cast<uint64_t>(v) + 0x1000);

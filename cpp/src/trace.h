@@ -46,6 +46,8 @@ struct OpInfo {
   const UpdateOp* update = nullptr;  // an optimizer update (updates.h), else null
   bool can_fail = false;   // may fail at run time on its data (failures.h): never dropped, never in a graph
   FailRule fail_rule = FailRule::kNever;  // ... or on some input shapes (checked per call)
+  uint32_t zero_grad_inputs = 0;  // inputs (bits) MXNet's gradient gives a zero node (parts.h)
+  bool mode_independent = false;  // its result does not depend on the training flag (record.cc)
   OpInfo* kernel_twin = nullptr;     // ... and our multi-tensor op that can stand in for it (resolved once)
   // Decided once per op from its name (record.cc), not on every call:
   bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
@@ -129,6 +131,7 @@ class Trace {
   // autograd (its gradients are graph outputs), though its ops were recorded under it.
   int backward = -1;
   bool can_fail = false;  // holds an op that may fail at run time (failures.h)
+  bool zero_grad_ops = false;  // holds an op whose gradient is a zero node for some input (parts.h)
   // The gradient buffers a pending backward node writes (backward.cc keeps the trace open
   // past backward() so that the update joins the graph), by storage chunk. Code reading a
   // gradient reaches the buffer through other handles of the same array (the Trainer's
@@ -182,6 +185,7 @@ class Trace {
     backward = -1;
     grad_buffers.clear();
     can_fail = false;
+    zero_grad_ops = false;
     user_ops = 0;
     user_ops_hash = 0;
     owned.clear();
