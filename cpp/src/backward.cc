@@ -74,10 +74,9 @@ bool keeps_pending(const Trace& t, const std::vector<NDArrayHandle>& grads) {
   std::unordered_set<const void*> chunks;
   for (NDArrayHandle g : grads)
     if (!chunks.insert(chunk_of(g)).second) return false;  // two buffers on one storage
+  const std::unordered_set<NDArrayHandle> buffers(grads.begin(), grads.end());
   for (const auto& kv : t.slots)
-    if (chunks.count(chunk_of(kv.first)) &&
-        std::find(grads.begin(), grads.end(), kv.first) == grads.end())
-      return false;
+    if (chunks.count(chunk_of(kv.first)) && !buffers.count(kv.first)) return false;
   return true;
 }
 
