@@ -65,6 +65,14 @@ class FragmentSpec:
     def __init__(self, index, stmts):
         self.index = index
         self.stmts = stmts
+        self.clear_dataflow()
+        self.in_loop = False
+        self.flush_follows = False  # the function ends, or a statement that flushes comes next
+        self.first_line = stmts[0].lineno
+        self.last_line = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in stmts)
+
+    def clear_dataflow(self):
+        """What _finish_fragment computes (it runs again until the plan's carried reads settle)."""
         self.inputs = []          # names, in order of first read
         self.input_lines = {}     # name -> line of its first read
         self.input_nodes = {}     # name -> the Name node of its first read (for positions)
@@ -74,10 +82,6 @@ class FragmentSpec:
         self.carried_inputs = []  # inputs only because a loop that may not run assigns them
         self.returns = False      # ends with `return <value>`: the value is the last output
         self.returns_none = False  # ends with a bare `return`
-        self.in_loop = False
-        self.flush_follows = False  # the function ends, or a statement that flushes comes next
-        self.first_line = stmts[0].lineno
-        self.last_line = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in stmts)
 
     @property
     def lines(self):
@@ -732,9 +736,7 @@ def _bodies(stmt):
 
 
 def _finish_fragment(plan, frag):
-    frag.inputs, frag.input_lines, frag.input_nodes, frag.outputs = [], {}, {}, []
-    frag.maybe_unbound, frag.maybe_unbound_inputs, frag.carried_inputs = [], [], []
-    frag.returns = frag.returns_none = False
+    frag.clear_dataflow()
     rw = _ReadsWrites()
     for s in frag.stmts:
         rw.visit(s)
