@@ -285,6 +285,21 @@ def test_update_of_a_traced_array_with_itself_as_gradient():
         assert r.stats["eager_replays"] == 1
 
 
+def test_update_of_a_random_draw_with_itself_as_gradient():
+    # seed 1152283: as seed 1433, with the weight drawn by a random op in the trace. The trace runs
+    # eagerly (one array as two inputs); the draw, kept because it has effects but dead once the
+    # update rebinds w, was replayed into a temporary, so the NAG kernel read the old weight back
+    # as its gradient (momentum 2.26 vs eager's -3.84).
+    def prog(mom):
+        w = nd.random.normal(0, 2, shape=(3, 3))
+        nd.nag_mom_update(w, w, mom, lr=1.5, momentum=0.9, out=w)
+        return w, mom
+
+    r = run_both(prog, nd.array(rand(3, 3, seed=1)), seed=7)
+    assert_same(*r, rtol=0)
+    assert r.stats["eager_replays"] == 1
+
+
 @pytest.mark.parametrize("fuse", [True, False])
 @pytest.mark.parametrize("made_in_trace", [False, True])
 def test_nag_mom_update_into_its_own_weight(fuse, made_in_trace):

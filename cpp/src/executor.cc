@@ -274,8 +274,10 @@ std::vector<NDArrayHandle> replay_arrays(const Trace& trace, const std::vector<O
   // A value no output keeps is still written where eager wrote it when a later op writes
   // that array again (nag_mom_update(w, w, m, out=w) with w made in the trace): that op
   // may read its output's memory back, as it does eagerly. So is the dead result of an op
-  // kept only because it can fail (flush.cc hands it a temporary array): `b = sort(x);
-  // b[:] = 1` leaves sort's error on b eagerly, and the write into b is skipped.
+  // kept only because it has effects or can fail (flush.cc hands it a temporary array, one
+  // the trace does not know): `w = random.normal(); nag_mom_update(w, w, m, out=w)` reads
+  // the new w back (fuzz seed 1152283), and `b = sort(x); b[:] = 1` leaves sort's error on
+  // b eagerly, and the write into b is skipped.
   std::unordered_set<NDArrayHandle> written_again, in_trace;
   for (const Node& n : trace.nodes)
     for (NDArrayHandle h : n.targets)
@@ -284,8 +286,7 @@ std::vector<NDArrayHandle> replay_arrays(const Trace& trace, const std::vector<O
   for (size_t v = 0; v < trace.values.size(); ++v) {
     const Value& val = trace.values[v];
     if (val.node < 0 || !val.home || !written_again.count(val.home) || handle[v] == val.home) continue;
-    const bool temporary = handle[v] && !in_trace.count(handle[v]) && trace.nodes[val.node].op->can_fail;
-    if (!handle[v] || temporary) handle[v] = val.home;
+    if (!handle[v] || !in_trace.count(handle[v])) handle[v] = val.home;
   }
   return handle;
 }
