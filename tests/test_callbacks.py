@@ -108,6 +108,32 @@ def test_inputs_on_different_host_contexts_fall_back_counted():
     assert minpy_jit.stats()["fallback_reasons"] == {"broadcast_add: inputs on different contexts": 1}
 
 
+def test_multi_sgd_update_on_pinned_memory_runs_mxnet_op():
+    """A kvstore's stored weights are on cpu_pinned(0). A multi-weight update of pinned arrays was
+    expanded into per-weight ops whose first results are on cpu (pinned memory does not
+    propagate), and the next op mixing them with the pinned inputs raised ('lifted form
+    broadcast_mul is not recordable'). MXNet's op runs, counted."""
+    def run(use_jit):
+        pinned = mx.cpu_pinned(0)
+        rs = np.random.RandomState(1)
+        w = [nd.array(rs.randn(5).astype(np.float32), ctx=pinned) for _ in range(2)]
+        g = [nd.array(rs.randn(5).astype(np.float32), ctx=pinned) for _ in range(2)]
+        seen = []
+        with J(use_jit):
+            for lr in (0.1, 0.2):
+                nd.multi_sgd_update(w[0], g[0], w[1], g[1], out=w, num_weights=2, lrs=(lr, lr),
+                                    wds=(0.0, 0.01), rescale_grad=0.5)
+                seen.append(w[0] * 2 + w[1])  # recorded: the jit run compiles graphs around the updates
+        return w, seen
+    want = run(False)
+    minpy_jit.reset_stats()
+    got = run(True)
+    assert_same(want, got)
+    st = minpy_jit.stats()
+    assert st["executions"] > 0, st
+    assert st["fallback_reasons"].get("multi_sgd_update: an update of arrays in pinned or shared memory") == 2, st
+
+
 # ------------------------------------------------------------------ Trainer over several contexts
 
 CTXS = [mx.cpu(0), mx.cpu(1)]

@@ -697,6 +697,13 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   };
   if (!ours && op.expands && (t.can_fail || reads_a_suspect()))
     return fallback(args, op, "a multi-weight update after an op that can fail (MXNet's one op skips as a whole)");
+  // An expansion's first results are on cpu (pinned and shared memory do not propagate), and
+  // its next nodes would mix them with the pinned inputs, which a graph cannot take (a kvstore's
+  // stored weights are on cpu_pinned(0)): MXNet's op runs, as eagerly.
+  if (!ours && (hot || op.expands) &&
+      std::any_of(in_avals.begin(), in_avals.end(),
+                  [](const AVal* a) { return a->dev_type == kCPUPinned || a->dev_type == kCPUShared; }))
+    return fallback(args, op, "an update of arrays in pinned or shared memory");
   if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (size_t k = 2; k < in.size(); k += 3)      // (w, g, mom) per weight
