@@ -25,7 +25,7 @@ import mxnet
 import mxnet.base
 import mxnet.ndarray.register as _register
 
-from . import _core, frontend, optimizers
+from . import _core, frontend, kvstore_updates, optimizers
 
 _REAL_LIB = mxnet.base._LIB
 _REAL_INVOKE = _register._imperative_invoke
@@ -156,6 +156,7 @@ def _patch():
     _register._imperative_invoke = _core.invoke
     frontend.install()
     optimizers.install()
+    kvstore_updates.install()
     for m in _modules_holding_lib():
         m._LIB = _PROXY
 
@@ -164,6 +165,7 @@ def _unpatch():
     _register._imperative_invoke = _REAL_INVOKE
     frontend.uninstall()
     optimizers.uninstall()
+    kvstore_updates.uninstall()
     for m in _modules_holding_lib():
         m._LIB = _REAL_LIB
 

@@ -188,8 +188,14 @@ def test_trainer_over_two_contexts_equals_eager_after_every_step(kvstore, update
     # Recorded and run (as graphs, or replayed op by op where one trace spans both contexts:
     # a CachedOp takes its inputs from one context only).
     assert st["ops_recorded"] > 0 and st["executions"] + st["eager_replays"] > 0
-    if update_on_kvstore:  # the optimizer ran inside the kvstore's callback: eagerly, and counted
-        assert callback_fallbacks(st), st["fallback_reasons"]
+    if update_on_kvstore:
+        # One push and one pull of every parameter a step; the optimizer ran between them, outside
+        # the kvstore's callback (kvstore_updates.py), on the stored weights: eagerly, and counted
+        # (they are on cpu_pinned(0); with 'device' the reduced gradients are on cpu(0) and cpu(1)).
+        calls = st["kvstore"]["calls"]  # (and 'broadcast': the kvstore's initialisation)
+        assert calls["push"] == calls["pull"] == 5 and "pushpull" not in calls, st["kvstore"]
+        assert not callback_fallbacks(st), st["fallback_reasons"]
+        assert st["fallbacks"], st
 
 
 # ------------------------------------------------------------------ kvstore updaters
