@@ -16,9 +16,13 @@ then nd.waitall(), so that kvstore traffic may overlap the next step as it does 
 eager's time to jit()'s, jit()'s cache misses after its second step (0 = no recompiles in the
 steady state), the CPU time the process spent per step on all its threads (for the dist job:
 both workers' together; less noisy than wall time when the machine is shared), and
-"kvstore+update ms": the time of trainer.step() alone with the engine
-drained before and after (gradient reduction through the kvstore and the update; overlap
-hidden by the drain, so it is an upper bound of what a free-running step pays for it).
+"kvstore+update ms": the time of trainer.step() alone with the engine drained before and after (gradient reduction through the kvstore and the update; overlap
+hidden by the drain, so it is an upper bound of what a free-running step pays for it). For the dist jobs a
+second table splits the step: forward+backward alone (drained), trainer.step() alone (drained: the
+kvstore round trip, which waits for the other worker and the server), and the CPU time the server
+process spent per step (read from /proc: the job runs on this machine), which shows where the
+optimizer runs: with the update on the server, the server calls the Python optimizer once per key.
+The sweep times both update_on_kvstore settings.
 
 Both contexts of a process are CPUs: cpu(0) and cpu(1) are two engine worker threads sharing
 this machine's cores, not two devices. The dist workers and the server share them as well.
@@ -118,6 +122,18 @@ class Setup:
                 self._forward_backward()
                 self.trainer.step(self.batch)
         nd.waitall()
+
+    def fenced_forward_backward(self):
+        """Seconds of forward and backward alone, the engine drained before and after."""
+        with self._scope():
+            nd.waitall()
+            t0 = time.perf_counter()
+            self._forward_backward()
+            nd.waitall()
+            dt = time.perf_counter() - t0
+            self.trainer.step(self.batch)
+        nd.waitall()
+        return dt
 
     def fenced_update(self):
         """Seconds of trainer.step() alone, the engine drained before and after."""
@@ -272,22 +288,56 @@ def dist_worker(out_dir, repeats, inner, update_on):
     kv_ms = {m: [] for m in MODES}
     minpy_jit.reset_stats()
     cpu = {m: [] for m in MODES}
+    servers = local_server_pids() if rank == 0 else []
+    server_cpu = {m: 0.0 for m in MODES}  # summed over all blocks: /proc counts in clock ticks (10 ms)
     for _ in range(repeats):
         for m in MODES:
+            s0 = sum(cpu_seconds(p) for p in servers)
             per_step[m].append(with_cpu_time(lambda: setups[m].steps(inner), cpu[m])() / inner * 1e3)
+            server_cpu[m] += sum(cpu_seconds(p) for p in servers) - s0
     st = minpy_jit.stats()
+    fb_ms = {m: [] for m in MODES}
     for _ in range(repeats):
         for m in MODES:
             kv_ms[m].append(setups[m].fenced_update() * 1e3)
+            fb_ms[m].append(setups[m].fenced_forward_backward() * 1e3)
     weights = setups["eager"].weights()
     result = dict(rank=rank, ms={m: statistics.median(v) for m, v in per_step.items()},
                   cpu_ms={m: statistics.median(v) / inner * 1e3 for m, v in cpu.items()},
                   spread={m: (max(v) - min(v)) / statistics.median(v) for m, v in per_step.items()},
                   kvstore_update_ms={m: statistics.median(v) for m, v in kv_ms.items()},
+                  forward_backward_ms={m: statistics.median(v) for m, v in fb_ms.items()},
+                  server_cpu_ms={m: v / (repeats * inner) * 1e3 for m, v in server_cpu.items()} if servers else None,
                   misses_after_step_2=misses, kvstore_stats=st["kvstore"],
                   flushes=st["flushes"], checksum=[float(np.float64(w).sum()) for w in weights])
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(result, f)
+
+
+def local_server_pids():
+    """The pids of this job's servers when they run on this machine (Linux /proc; the launcher
+    started them with this job's DMLC_PS_ROOT_PORT and DMLC_ROLE=server), else []."""
+    port = os.environ.get("DMLC_PS_ROOT_PORT", "").encode()
+    pids = []
+    for pid in os.listdir("/proc") if port and os.path.isdir("/proc") else []:
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = set(f.read().split(b"\0"))
+        except (OSError, ValueError):
+            continue
+        if b"DMLC_ROLE=server" in env and b"DMLC_PS_ROOT_PORT=" + port in env:
+            pids.append(int(pid))
+    return pids
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process, all threads (/proc/<pid>/stat)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_dist(quick, update_on):
@@ -310,9 +360,14 @@ def run_dist(quick, update_on):
            timing.ratio(ms["eager"], ms["jit"]), cpu_cell(cpu_ms),
            str(max(r["misses_after_step_2"] for r in ranks)),
            "%.3f / %.3f" % (kv["eager"], kv["jit"]), "yes (workers agree)" if agree else "NO: workers disagree"]
-    summary = dict(ms=ms, cpu_ms=cpu_ms, kvstore_update_ms=kv, ratio=ms["eager"] / ms["jit"], workers_agree=agree,
-                   per_worker=ranks, repeats=repeats, inner=inner)
-    return row, summary
+    fb = {m: statistics.mean(r["forward_backward_ms"][m] for r in ranks) for m in MODES}
+    kv_mean = {m: statistics.mean(r["kvstore_update_ms"][m] for r in ranks) for m in MODES}
+    server = ranks[0]["server_cpu_ms"]
+    phase_row = [name, "%.3f / %.3f" % (fb["eager"], fb["jit"]), "%.3f / %.3f" % (kv_mean["eager"], kv_mean["jit"]),
+                 "%.2f / %.2f" % (server["eager"], server["jit"]) if server else "n/a"]
+    summary = dict(ms=ms, cpu_ms=cpu_ms, kvstore_update_ms=kv, forward_backward_ms=fb, server_cpu_ms=server,
+                   ratio=ms["eager"] / ms["jit"], workers_agree=agree, per_worker=ranks, repeats=repeats, inner=inner)
+    return row, phase_row, summary
 
 
 # ------------------------------------------------------------------------------ arrays pushed
@@ -323,8 +378,9 @@ def run_sweep(quick):
     rs = np.random.RandomState(4)
     x = rs.uniform(-1, 1, (BATCH, SMALL)).astype(np.float32)
     y = rs.randint(0, SMALL, BATCH).astype(np.float32)
-    for arrays in ARRAY_COUNTS:
-        setups = {m: Setup(m, ctx, sweep_net(ctx, arrays), x, y, {}) for m in MODES}
+    for arrays, uok in [(a, u) for a in ARRAY_COUNTS for u in (True, False)]:
+        kw = {} if uok else {"update_on_kvstore": False}
+        setups = {m: Setup(m, ctx, sweep_net(ctx, arrays), x, y, kw) for m in MODES}
         for _ in range(2):
             for s in setups.values():
                 s.step()
@@ -335,8 +391,9 @@ def run_sweep(quick):
                                 warmup=1, target=0.04)
         ms = {m: res[m].median * 1e3 for m in MODES}
         kv = {m: fenced[m].median * 1e3 for m in MODES}
-        summary[arrays] = dict(ms=ms, kvstore_update_ms=kv, jit_equals_eager=agree)
-        rows.append([str(arrays), "%.2f" % ms["eager"], "%.2f" % ms["jit"], timing.ratio(ms["eager"], ms["jit"]),
+        summary["%d%s" % (arrays, "" if uok else " update_on_kvstore=False")] = dict(
+            ms=ms, kvstore_update_ms=kv, jit_equals_eager=agree)
+        rows.append([str(arrays), "kvstore" if uok else "Trainer", "%.2f" % ms["eager"], "%.2f" % ms["jit"], timing.ratio(ms["eager"], ms["jit"]),
                      "%.2f / %.2f" % (kv["eager"], kv["jit"]), "%.1f / %.1f" % (kv["eager"] / arrays * 1e3,
                                                                               kv["jit"] / arrays * 1e3),
                      "yes" if agree else "NO"])
@@ -357,29 +414,37 @@ def main():
           "5 processes (scheduler, server, 2 workers, this one) share them too" % os.cpu_count())
     print()
     rows, single = run_single_process(args.quick)
-    dist = {}
+    dist, phase_rows = {}, []
     if not args.skip_dist:
         for update_on in ("server", "workers"):
-            row, dist[update_on] = run_dist(args.quick, update_on)
+            row, phase_row, dist[update_on] = run_dist(args.quick, update_on)
             rows.append(row)
+            phase_rows.append(phase_row)
     headers = ["setup", "eager ms", "jit ms", "eager steps/s", "jit steps/s", "eager/jit",
                "CPU ms/step (eager / jit)", "jit misses after step 2",
                "kvstore+update ms (eager / jit)", "correct"]
     timing.table(rows, headers)
+    if phase_rows:
+        print()
+        print("Where a dist_sync step goes (eager / jit; ms per step, medians, mean of the two workers): "
+              "forward+backward and trainer.step() each alone with the engine drained; the server's CPU time "
+              "per free-running step (all timed steps)")
+        timing.table(phase_rows, ["setup", "forward+backward ms", "trainer.step() ms (kvstore round trip + update)",
+                                  "server CPU ms/step"])
     print()
     for update_on, d in dist.items():
         print("dist workers (update on the %s): kvstore calls in jit() over the timed steps (rank 0): %s"
               % (update_on, d["per_worker"][0]["kvstore_stats"]))
     print()
     sweep_rows, sweep = run_sweep(args.quick)
-    print("Step cost vs parameter arrays pushed: 2 contexts, kvstore 'device' (update on kvstore), "
-          "Dense(%d) layers with ReLU, batch %d" % (SMALL, BATCH))
-    timing.table(sweep_rows, ["arrays", "eager ms/step", "jit ms/step", "eager/jit",
+    print("Step cost vs parameter arrays pushed: 2 contexts, kvstore 'device', the update on the kvstore (the "
+          "default) or in the Trainer (update_on_kvstore=False), Dense(%d) layers with ReLU, batch %d" % (SMALL, BATCH))
+    timing.table(sweep_rows, ["arrays", "update in", "eager ms/step", "jit ms/step", "eager/jit",
                               "kvstore+update ms (eager / jit)", "per array us (eager / jit)", "jit equals eager"])
-    timing.write_summary(args.json, dict(single=single, dist=dist, sweep={str(k): v for k, v in sweep.items()}))
+    timing.write_summary(args.json, dict(single=single, dist=dist, sweep=sweep))
     bad = [n for n, s in single.items() if not s["correct"]]
     bad += ["dist (update on the %s)" % k for k, d in dist.items() if not d["workers_agree"]]
-    bad += ["sweep %d" % k for k, v in sweep.items() if not v["jit_equals_eager"]]
+    bad += ["sweep %s" % k for k, v in sweep.items() if not v["jit_equals_eager"]]
     if bad:
         print("FAILED checks: %s" % ", ".join(bad))
         return 1
