@@ -140,6 +140,8 @@ Ssa parse_ssa(const AttrMap& attrs) {
   p.num_inputs = static_cast<int>(parse_int(attr(attrs, "num_inputs")));
   p.num_outputs = static_cast<int>(parse_int(attr(attrs, "num_outputs")));
   if (p.num_inputs < 0 || p.num_outputs < 1) fail("bad num_inputs/num_outputs");
+  p.num_saved = static_cast<int>(parse_int(attr_or(attrs, "saved", "0")));
+  if (p.num_saved < 0 || p.num_saved >= p.num_outputs) fail("bad saved: " + std::to_string(p.num_saved));
   p.out_shape = parse_int_tuple(attr(attrs, "out_shape"));
   for (int64_t d : p.out_shape) if (d < 0) fail("negative dim in out_shape");
   p.cols = p.out_shape.empty() ? 1 : p.out_shape.back();
@@ -494,9 +496,9 @@ class FusedState : public CustomStatefulOp {
 
   // inputs: [output gradients, forward inputs, forward outputs]; outputs: input gradients.
   // lib_api.h passes no write/add request: a gradient is always written, never added. The
-  // runtime's graphs read a graph input that only this op reads through _copy (graph.cc),
-  // whose backward honours grad_req='add'; a direct call of the op under autograd on an
-  // array with grad_req='add' would overwrite its gradient.
+  // runtime's graphs read a graph input that only this op reads and that may be a variable
+  // with grad_req='add' through _copy (graph.cc), whose backward honours it; a direct call of
+  // the op under autograd on such an array would overwrite its gradient.
   MXReturnValue Backward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
                          const OpResource&) override {
     std::call_once(grad_once_, [this] {

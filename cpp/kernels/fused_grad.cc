@@ -2,9 +2,11 @@
 // itself a fused program, run by the same interpreter.
 //
 // Nothing but the unit's inputs and outputs is saved: MXNet keeps both alive for
-// the backward node anyway. Intermediate values the derivatives need are
-// recomputed from the inputs (the same instructions on the same inputs give the
-// same bits), and an output's value is read back instead of recomputed.
+// the backward node anyway. An output's value is read back; other values the
+// derivatives need are recomputed from the inputs (the same instructions on the
+// same inputs give the same bits), unless the runtime made them outputs too
+// ("saved" outputs, which take no gradient: where MXNet's autograd runs the
+// backward later, cpp/src/fuse.cc saves every value a derivative reads).
 //
 // Exactness: each derivative is written as the float operations of MXNet
 // 1.9.1's backward kernel for the op the instruction stands for (checked
@@ -52,21 +54,15 @@ class GradBuilder {
 
   Ssa build() {
     const int nreg = static_cast<int>(f_.code.size());
-    // Forward values, recomputed; an output's value is loaded (the first output naming it).
+    // Forward values the derivatives read: an output's value is loaded (the first output
+    // naming it), others recomputed, each only if needed (val() emits on first use).
     val_.assign(nreg, -1);
     for (int k = 0; k < m_; ++k)
       if (val_[f_.outputs[k]] < 0) val_[f_.outputs[k]] = load(m_ + n_ + k);
-    for (int i = 0; i < nreg; ++i) {
-      if (val_[i] >= 0) continue;
-      const Raw& r = f_.code[i];
-      Raw c = r;
-      if (r.ins.op == kLd) c.ins.input = m_ + r.ins.input;
-      for (int& u : c.uses) u = val_[u];
-      val_[i] = emit(c);
-    }
-    // Adjoints: outputs' gradients first, then contributions from the last instruction back.
+    // Adjoints: outputs' gradients first (not saved outputs': values kept for this program),
+    // then contributions from the last instruction back.
     std::vector<std::vector<int>> adj(nreg), in_adj(n_);
-    for (int k = 0; k < m_; ++k) adj[f_.outputs[k]].push_back(load(k));
+    for (int k = 0; k < m_ - f_.num_saved; ++k) adj[f_.outputs[k]].push_back(load(k));
     for (int i = nreg - 1; i >= 0; --i) {
       if (adj[i].empty()) continue;
       const Raw& r = f_.code[i];
@@ -82,27 +78,28 @@ class GradBuilder {
       };
       const bool need_a = a >= 0 && f_.code[a].ins.op != kConst;
       const bool need_b = b >= 0 && f_.code[b].ins.op != kConst;
-      const int x = a >= 0 ? val_[a] : -1, y = val_[i];
+      auto x_of = [&] { return val(a); };  // the operand's value and the result's, emitted when read
+      auto y_of = [&] { return val(i); };
       switch (r.ins.op) {
         // MXNet: _backward_* = ograd * derivative, the derivative computed as written here.
         case kNeg: to(a, op1(kNeg, g)); break;                                   // negative(ograd)
-        case kAbs: to(a, op2(kMul, g, op1(kSign, x))); break;                    // sign(x), NaN -> 0
-        case kRelu: to(a, op2(kMul, g, op1(kStep, x))); break;                   // Activation relu
-        case kReluNan: to(a, op2(kMul, g, op1(kStepNan, x))); break;             // relu: NaN stays NaN
+        case kAbs: to(a, op2(kMul, g, op1(kSign, x_of()))); break;  // sign(x), NaN -> 0
+        case kRelu: to(a, op2(kMul, g, op1(kStep, y_of()))); break;  // Activation relu, of its output
+        case kReluNan: to(a, op2(kMul, g, op1(kStepNan, y_of()))); break;  // relu (of its output): NaN stays NaN
         case kSigmoid:
-        case kSigmoidF32: to(a, op2(kMul, g, op2(kMul, y, op2(kSub, cst(1.0f), y)))); break;  // y*(1-y)
-        case kTanh: to(a, op2(kMul, g, op2(kSub, cst(1.0f), op2(kMul, y, y)))); break;      // 1-y*y
-        case kExp: to(a, op2(kMul, g, y)); break;                                // _mul(ograd, y)
-        case kLog: to(a, op2(kMul, g, op1(kRecip, x))); break;                   // 1/x
-        case kSqrt: to(a, op2(kMul, g, op2(kDiv, cst(0.5f), y))); break;         // 0.5/y
-        case kRsqrt:                                                             // -0.5/(x*sqrt(x))
-          to(a, op2(kMul, g, op2(kDiv, cst(-0.5f), op2(kMul, x, op1(kSqrt, x)))));
+        case kSigmoidF32: to(a, op2(kMul, g, op2(kMul, y_of(), op2(kSub, cst(1.0f), y_of())))); break;  // y*(1-y)
+        case kTanh: to(a, op2(kMul, g, op2(kSub, cst(1.0f), op2(kMul, y_of(), y_of())))); break;  // 1-y*y
+        case kExp: to(a, op2(kMul, g, y_of())); break;  // _mul(ograd, y)
+        case kLog: to(a, op2(kMul, g, op1(kRecip, x_of()))); break;  // 1/x
+        case kSqrt: to(a, op2(kMul, g, op2(kDiv, cst(0.5f), y_of()))); break;  // 0.5/y
+        case kRsqrt:  // -0.5/(x*sqrt(x))
+          to(a, op2(kMul, g, op2(kDiv, cst(-0.5f), op2(kMul, x_of(), op1(kSqrt, x_of())))));
           break;
-        case kSquare: to(a, op2(kMul, g, op2(kMul, cst(2.0f), x))); break;       // 2*x
-        case kRecip: to(a, op2(kMul, g, op2(kDiv, cst(-1.0f), op2(kMul, x, x)))); break;  // -1/(x*x)
-        case kSoftrelu: to(a, op2(kMul, g, op1(kSigmoid, x))); break;            // d/dx log1p(e^x)
-        case kSoftsign: {                                                        // 1/((1+|x|)^2)
-          int s = op2(kAdd, cst(1.0f), op1(kAbs, x));
+        case kSquare: to(a, op2(kMul, g, op2(kMul, cst(2.0f), x_of()))); break;  // 2*x
+        case kRecip: to(a, op2(kMul, g, op2(kDiv, cst(-1.0f), op2(kMul, x_of(), x_of())))); break;  // -1/(x*x)
+        case kSoftrelu: to(a, op2(kMul, g, op1(kSigmoid, x_of()))); break;  // d/dx log1p(e^x)
+        case kSoftsign: {  // 1/((1+|x|)^2)
+          int s = op2(kAdd, cst(1.0f), op1(kAbs, x_of()));
           to(a, op2(kMul, g, op2(kDiv, cst(1.0f), op2(kMul, s, s))));
           break;
         }
@@ -115,28 +112,28 @@ class GradBuilder {
           if (need_b) to(b, op1(kNeg, g));
           break;
         case kMul:
-          if (need_a) to(a, op2(kMul, g, val_[b]));
-          if (need_b) to(b, op2(kMul, g, x));
+          if (need_a) to(a, op2(kMul, g, val(b)));
+          if (need_b) to(b, op2(kMul, g, x_of()));
           break;
         case kDiv:
           if (!need_b) {  // _div_scalar: ograd / s
-            if (need_a) to(a, op2(kDiv, g, val_[b]));
+            if (need_a) to(a, op2(kDiv, g, val(b)));
             break;
           }
           if (!need_a) {  // _rdiv_scalar: ograd * (-s / (x*x))
-            to(b, op2(kMul, g, op2(kDiv, cst(-f_.code[a].ins.f0), op2(kMul, val_[b], val_[b]))));
+            to(b, op2(kMul, g, op2(kDiv, cst(-f_.code[a].ins.f0), op2(kMul, val(b), val(b)))));
             break;
           }
           // elemwise_div: ograd * (1/b), ograd * (-a/(b*b))
-          to(a, op2(kMul, g, op1(kRecip, val_[b])));
-          to(b, op2(kMul, g, op2(kDiv, op1(kNeg, x), op2(kMul, val_[b], val_[b]))));
+          to(a, op2(kMul, g, op1(kRecip, val(b))));
+          to(b, op2(kMul, g, op2(kDiv, op1(kNeg, x_of()), op2(kMul, val(b), val(b)))));
           break;
         case kClip: {
           Raw c;
           c.ins.op = kClipGrad;
           c.ins.f0 = r.ins.f0;
           c.ins.f1 = r.ins.f1;
-          c.uses = {g, x};
+          c.uses = {g, x_of()};
           to(a, emit(c));
           break;
         }
@@ -154,6 +151,15 @@ class GradBuilder {
   int m_ = 0, n_ = 0;
   std::vector<int> val_;
 
+  // Register (in the gradient program) holding forward register i's value.
+  int val(int i) {
+    if (val_[i] >= 0) return val_[i];
+    const Raw& r = f_.code[i];
+    Raw c = r;
+    if (r.ins.op == kLd) c.ins.input = m_ + r.ins.input;
+    for (int& u : c.uses) u = val(u);
+    return val_[i] = emit(c);
+  }
   int emit(const Raw& r) {
     g_.code.push_back(r);
     return static_cast<int>(g_.code.size()) - 1;

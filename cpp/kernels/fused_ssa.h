@@ -55,6 +55,10 @@ struct Raw {
 
 struct Ssa {
   int num_inputs = 0, num_outputs = 0;
+  // The last num_saved outputs are intermediate values kept for the backward (the runtime's
+  // recorded graphs whose backward MXNet runs later, cpp/src/fuse.cc): the gradient
+  // program reads them and takes no output gradient for them.
+  int num_saved = 0;
   std::vector<int64_t> out_shape;
   int64_t rows = 1, cols = 1;    // iteration space R x C
   std::vector<Access> access;    // per input
@@ -69,7 +73,9 @@ Ssa parse_ssa(const AttrMap& attrs);
 // the forward's outputs], one output per forward input (its gradient). Each op's
 // derivative is the float computation of MXNet 1.9.1's backward kernel for the op the
 // instruction stands for; contributions to one register are summed in the order
-// outputs' gradients first, then consumers from the last instruction back.
+// outputs' gradients first, then consumers from the last instruction back. A value the
+// derivatives read is the output naming it where there is one, else recomputed from the
+// inputs (only what the derivatives need).
 // Throws if an instruction has no gradient or an input is not read contiguously.
 Ssa gradient_ssa(const Ssa& fwd);
 

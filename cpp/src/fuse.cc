@@ -101,13 +101,10 @@ bool transcendental(const std::string& instr) {
 // gradient reaches the variable through _copy, which adds (fuzz seeds 317469, 402635: 0.33
 // eager vs 0.65 after two backward() calls). Such a clip stays MXNet's op, so the graph's
 // backward hands it the variable's request as eager's does (with several readers MXNet sums
-// first, fused or not). Unknown roles count as such variables.
+// first, fused or not). Unknown roles count as such variables (Value::adds_gradient).
 bool clips_an_added_gradient(const Trace& t, const Node& n) {
   const Value& in = t.values[n.in[0]];
-  if (in.node >= 0 || !in.ext) return false;
-  if (!autograd_peek_works()) return true;
-  int req = 0;
-  return autograd_role(in.ext, &req) == AutogradRole::kVariable && req == 3 /* kAddTo */;
+  return in.node < 0 && in.ext && in.adds_gradient;
 }
 
 // The node's kind if our kernels can run it, else kNone. Under autograd recording only
@@ -179,7 +176,9 @@ GradReads grad_reads(const Node& n) {
   if (n.op->name == "Activation") instr = activation_instr(attr(n, "act_type", ""));
   switch (rule.kind) {
     case kUnary:
-      if (instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "sqrt")
+      // relu's too (relu_grad of its output, for `relu` and Activation's relu alike)
+      if (instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "sqrt" || instr == "relu_nan" ||
+          instr == "relu")
         return GradReads::kResult;
       return instr == "neg" ? GradReads::kNothing : GradReads::kOperands;
     case kScalar:  // x op constant: only _rdiv_scalar's derivative reads x
@@ -316,13 +315,17 @@ std::string summary_of(const Trace& t, const std::vector<int>& members) {
   return std::to_string(members.size()) + " ops: " + join(names, ", ");
 }
 
+// `saved`: member results the unit's backward reads, returned after its outputs (see
+// saved_for_backward in plan_fusion); the kernel's backward takes no gradient for them.
 bool build_elementwise(const Trace& t, const std::vector<int>& group_of, int g, const Group& grp,
-                       const std::vector<char>& escapes, const std::vector<char>& used_outside, FusedUnit* u) {
+                       const std::vector<char>& escapes, const std::vector<char>& used_outside,
+                       const std::vector<int>& saved, FusedUnit* u) {
   std::vector<int> outs;
   for (int m : grp.members)
     for (int v : t.nodes[m].out)
       if (escapes[v] || used_outside[v]) outs.push_back(v);
   if (outs.empty()) return false;
+  outs.insert(outs.end(), saved.begin(), saved.end());
   const AVal& shape = t.values[outs[0]].aval;
   for (int v : outs)
     if (!same_dims(t.values[v].aval, shape)) return false;
@@ -338,6 +341,7 @@ bool build_elementwise(const Trace& t, const std::vector<int>& group_of, int g, 
               {"access", join(pb.access, ";")},
               {"program", join(pb.program, ";")},
               {"outputs", join(out_regs, ",")}};
+  if (!saved.empty()) u->attrs.push_back({"saved", std::to_string(saved.size())});
   u->in = pb.in_values;
   u->out = outs;
   return true;
@@ -477,44 +481,38 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     return true;
   };
 
-  // A recorded graph whose backward MXNet runs later: the unit's backward recomputes the
-  // values its derivatives read from the unit's inputs and outputs as they are *then*, where
-  // MXNet's backward kernels read each op's own saved arrays. The two differ when the program
-  // writes one of those arrays in place between the forward and the backward (MXNet performs
-  // `s[2:3] = 0.25` under record() before refusing it: fuzz seed 28753), for a recomputed value
-  // that depends on a result the program holds (a graph output, or one an earlier part of the
-  // segment computed). Such a group stays MXNet's ops. Reads of the unit's inputs and outputs
-  // themselves are eager's reads. Not covered: a graph input written in place before the
-  // backward (a leaf or data array; checking those would unfuse most recorded chains).
-  auto recomputes_from_reachable = [&](int g, const Group& grp) {
-    std::unordered_map<int, bool> reaches;  // member result -> depends on a reachable array
-    auto depends = [&](int v) {
-      if (escapes[v] || t.values[v].earlier_part) return true;
-      auto it = reaches.find(v);
-      return it != reaches.end() && it->second;
-    };
-    auto recomputed = [&](int v) {
-      int p = t.values[v].node;
-      return p >= 0 && group_of[p] == g && !escapes[v] && !used_outside[v];
-    };
+  // A recorded graph whose backward MXNet's autograd runs later: between the forward and that
+  // backward the program may write in place any array the graph read or returned (MXNet
+  // performs `x -= y` under record() before refusing it: fuzz seeds 28753, 321949, 562348).
+  // Eager's backward then reads, per op, what its derivative reads as it is *then*: an input
+  // array (the written data) or the op's own saved result. A unit's backward reads exactly
+  // those, so that any such write gives eager's gradients by construction: a value the unit
+  // loads, from the array the backward node is handed (the graph input itself, or the result
+  // of the op outside the unit, which is the user's array where the user holds it), and each
+  // member result a derivative reads (tanh's output, a product's operand, ...), saved by the
+  // forward as an extra output, never recomputed from inputs that may have been written
+  // since. A derivative reading a graph input whose gradient is added (graph.cc reads it
+  // through _copy, a forward-time copy) keeps the group MXNet's ops.
+  auto saved_for_backward = [&](int g, const Group& grp, std::vector<int>* saved) {
     for (int m : grp.members) {
       const Node& n = t.nodes[m];
-      bool d = false;
-      for (int v : n.in) d = d || depends(v);
-      for (int v : n.out) reaches[v] = d;
       const GradReads r = grad_reads(n);
-      const std::vector<int>& read = r == GradReads::kOperands ? n.in : n.out;
-      if (r != GradReads::kNothing)
-        for (int v : read)
-          if (recomputed(v) && reaches[v]) return true;
+      if (r == GradReads::kNothing) continue;
+      for (int v : r == GradReads::kOperands ? n.in : n.out) {
+        const Value& val = t.values[v];
+        if (val.node < 0 && val.adds_gradient) return false;
+        if (val.node < 0 || group_of[val.node] != g || escapes[v] || used_outside[v]) continue;
+        if (std::find(saved->begin(), saved->end(), v) == saved->end()) saved->push_back(v);
+      }
     }
-    return false;
+    return true;
   };
 
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& grp = groups[g];
     if (t.recorded_node(grp.members[0]) && !exact_gradient(grp)) continue;
-    if (t.runs_recorded() && grp.kind != kUpdate && recomputes_from_reachable(static_cast<int>(g), grp)) continue;
+    std::vector<int> saved;
+    if (t.runs_recorded() && grp.kind != kUpdate && !saved_for_backward(static_cast<int>(g), grp, &saved)) continue;
     FusedUnit u;
     if (grp.kind == kUpdate) {
       // One MXNet update alone stays MXNet's op; one of ours is a kernel call already. A NAG
@@ -525,7 +523,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
       if ((grp.members.size() < 2 && !ours && !reads_back) || !build_update(t, grp, used_outside, written_into, &u))
         continue;
       if (reads_back && !u.weights_in_place) continue;
-    } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, &u)) {
+    } else if (!build_elementwise(t, group_of, static_cast<int>(g), grp, escapes, used_outside, saved, &u)) {
       continue;
     }
     u.members = grp.members;

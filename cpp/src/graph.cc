@@ -241,8 +241,11 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
 
   // Under recording, MXNet hands our kernel's backward the caller's request for a graph
   // input's gradient, which may be to add into it (grad_req='add'); lib_api.h does not
-  // pass requests on, so an input whose only reader is a fused unit is read through
-  // _copy, whose backward honours them (with two readers MXNet's gradient sum does).
+  // pass requests on, so such an input whose only reader is a fused unit is read through
+  // _copy, whose backward honours them (with two readers MXNet's gradient sum does). Other
+  // inputs' gradients are written (autograd's request for a variable with grad_req='write'
+  // and for a result with history), and are read directly: the backward then reads the
+  // input array as it is when it runs, as eager's does (fuse.cc, saved_for_backward).
   std::vector<int> readers(t.values.size(), 0);
   auto recorded_unit = [&](int u) { return t.recorded_node(u >= N ? plan.units[u - N].members[0] : u); };
   if (t.recording) {
@@ -318,7 +321,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     for (int v : in) in_entry.push_back(entry[v]);
     if (fused && recorded_unit(u) && fu->op == "_minpy_fused_elemwise") {
       for (size_t i = 0; i < in.size(); ++i) {
-        if (t.values[in[i]].node >= 0 || readers[in[i]] != 1) continue;
+        if (t.values[in[i]].node >= 0 || !t.values[in[i]].adds_gradient || readers[in[i]] != 1) continue;
         begin_node("_copy", "v" + std::to_string(in[i]) + "_gradcopy");
         nodes += ",\"inputs\":[[" + std::to_string(entry[in[i]].first) + "," + std::to_string(entry[in[i]].second) + ",0]]";
         in_entry[i] = {end_node(1), 0};

@@ -133,7 +133,6 @@ std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHa
         const bool from_here = val.node >= 0 && part_of_value[v] == static_cast<int>(p);
         in.push_back(from_here ? vmap.at(v) : part.value_of(val.node >= 0 ? held[v] : val.ext, &val.aval, nullptr));
         if (!from_here) vmap[v] = in.back();
-        if (val.node >= 0 && !from_here) part.values[in.back()].earlier_part = true;
       }
       std::vector<AVal> outs;
       for (int v : node.out) outs.push_back(t.values[v].aval);

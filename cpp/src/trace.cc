@@ -18,6 +18,12 @@ int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
   values.push_back(v);
   key.add(0xE0000000ULL + static_cast<uint64_t>(id));
   key.add(hash_aval(v.aval));
+  if (recording) {
+    int req = 0;
+    values.back().adds_gradient =
+        !autograd_peek_works() || (autograd_role(h, &req) == AutogradRole::kVariable && req == 3 /* kAddTo */);
+    if (values.back().adds_gradient) key.add(0xADD00000ULL + static_cast<uint64_t>(id));
+  }
   Slot& s = slots[h];
   s.value = id;
   s.ext_value = id;

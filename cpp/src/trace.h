@@ -98,7 +98,11 @@ struct Value {
   // The array the value was first held by (its external array, a new lazy output, an out=
   // target): where eager MXNet wrote it, which an op writing that array again may read back.
   NDArrayHandle home = nullptr;
-  bool earlier_part = false;  // an input of a part (parts.cc): a result an earlier part computed
+  // An external input of a recorded trace that may be a variable with grad_req='add' (or whose
+  // role cannot be read): its gradient must be added, which our kernels' backward cannot do
+  // (lib_api.h passes no request). Part of the trace key, so a compiled graph's choices for it
+  // (graph.cc's _gradcopy, fuse.cc) hold whenever the graph is reused.
+  bool adds_gradient = false;
 };
 
 struct Slot {
