@@ -151,12 +151,25 @@ def _generic(family, n, np_arrays):
     return [f(3, seed=k) for k in range(n)]
 
 
+def _choices(type_text):
+    """The values of a parameter whose MXNet type text is an enumeration
+    ("{'clip', 'raise', 'wrap'},optional, default='clip'") or a boolean; [] otherwise."""
+    if type_text.startswith("{"):
+        return [v.strip().strip("'") for v in type_text[1:type_text.index("}")].split(",")]
+    if type_text.startswith("boolean"):
+        return [True, False]
+    return []
+
+
 class OpDesc:
     def __init__(self, name, handle, args, key_var):
         self.name, self.handle, self.key_var = name, handle, key_var
         self.arrays = [(a, "[]" in t) for a, t in args if "NDArray" in t or "Symbol" in t]
         self.required = [a for a, t in args if "required" in t and "NDArray" not in t and "Symbol" not in t]
         self.params = [a for a, t in args]
+        # the values an enumerated or boolean parameter can take ({name: [values]}), for audits
+        # that try each (a mode such as take's 'raise' may add checks that run with the op)
+        self.choices = {a: _choices(t) for a, t in args if _choices(t)}
         self.numpy = name.startswith(("_npi", "_np_", "_npx"))
 
 

@@ -23,6 +23,8 @@ bool op_can_fail(const std::string& n) {
       "_linalg_slogdet", "_npi_cholesky", "_npi_inv", "_npi_solve", "_npi_tensorinv", "_npi_tensorsolve",
       "_npi_eig", "_npi_eigh", "_npi_eigvals", "_npi_eigvalsh", "_npi_svd", "_npi_pinv", "_npi_pinv_scalar_rcond",
       "_npi_lstsq", "_npi_det", "_npi_slogdet", "_npi_matrix_rank", "_npi_matrix_rank_none_tol", "_npi_qr",
+      // an index out of bounds: IndexError at the first read
+      "gather_nd",
   };
   return ops.count(n) > 0;
 }
@@ -120,10 +122,65 @@ FailRule fail_rule(const std::string& op_name) {
       m[n] = FailRule::kAnyInputOver6AxesOnCpu;
     // "This operation does not support float16", raised by the CPU kernel
     for (const char* n : {"sort", "argsort", "_npi_sort", "_npi_argsort"}) m[n] = FailRule::kFloat16SortOnCpu;
+    // Found with each enumerated or boolean parameter set to each of its values:
+    // take(mode='raise') checks its indices ("take operator contains indices out of bound");
+    // norm's out_dtype other than its input's fails reading its output ("TBlob.get_with_shape");
+    // amp_cast to or from float64/int64 ("unknown type for MKLDNN"); SoftmaxActivation's
+    // channel mode ("Input need to have a least 3 dim").
+    m["take"] = FailRule::kModeRaise;
+    m["norm"] = FailRule::kNormOutDtype;
+    m["amp_cast"] = FailRule::kAmpCastOneDnn;
+    m["SoftmaxActivation"] = FailRule::kChannelModeUnder3Axes;
+    // random samplers check their parameters while they run ("scale parameter must be positive")
+    for (const char* n : {"_random_normal", "_random_exponential", "_random_gamma", "_random_poisson",
+                          "_random_negative_binomial", "_random_generalized_negative_binomial", "_random_uniform",
+                          "_random_randint", "_random_normal_like", "_random_exponential_like", "_random_gamma_like",
+                          "_random_poisson_like", "_random_negative_binomial_like",
+                          "_random_generalized_negative_binomial_like", "_random_uniform_like"})
+      m[n] = FailRule::kSamplerParams;
+    for (const char* n : {"_npi_normal", "_npi_normal_n", "_npi_exponential", "_npi_gamma", "_npi_gumbel",
+                          "_npi_logistic", "_npi_rayleigh", "_npi_weibull", "_npi_powerd", "_npi_pareto",
+                          "_npi_bernoulli", "_npi_multinomial"})
+      m[n] = FailRule::kNumpySamplerParams;
+    m["_npi_percentile"] = FailRule::kPercentile;
     return m;
   }();
   auto it = rules.find(op_name);
   return it == rules.end() ? FailRule::kNever : it->second;
+}
+
+// A sampler's scalar parameters out of the ranges MXNet checks while it runs, judged loosely
+// (a value on a boundary some sampler accepts counts as failing: it only runs op by op):
+// scales, rates and shapes must be positive, probabilities within [0, 1], low <= high,
+// multinomial's pvals sum to at most 1, a percentile within [0, 100].
+bool sampler_params_can_fail(const std::vector<Attr>& attrs) {
+  auto number = [](const std::string& s, double* v) {
+    char* end = nullptr;
+    *v = std::strtod(s.c_str(), &end);
+    return end != s.c_str() && *end == '\0';  // "(2, 3)" (an output shape) is not one
+  };
+  double low = 0, high = 0;
+  bool has_low = false, has_high = false;
+  for (const auto& a : attrs) {
+    double v = 0;
+    if (a.key == "pvals") {
+      auto p = mx_tuple<double>(a.val, [](const char* q, char** end) { return std::strtod(q, end); });
+      double head = 0;
+      for (size_t i = 0; i + 1 < p.size(); ++i) head += p[i];
+      if (head > 1.0 - 1e-9) return true;
+      continue;
+    }
+    if (!number(a.val, &v)) continue;
+    const std::string& k = a.key;
+    if ((k == "scale" || k == "lam" || k == "alpha" || k == "beta" || k == "a" || k == "shape" || k == "k" ||
+         k == "mu") && !(v > 0))
+      return true;
+    if ((k == "p" || k == "prob") && !(v >= 0 && v <= 1)) return true;
+    if (k == "q_scalar" && !(v >= 0 && v <= 100)) return true;
+    if (k == "low") has_low = true, low = v;
+    if (k == "high") has_high = true, high = v;
+  }
+  return has_low && has_high && high < low;
 }
 
 bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const std::vector<Attr>& attrs) {
@@ -134,6 +191,11 @@ bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const 
   };
   switch (rule) {
     case FailRule::kNever: return false;
+    case FailRule::kModeRaise: return attr_value(attrs, "mode", "clip") == "raise";
+    case FailRule::kSamplerParams: return sampler_params_can_fail(attrs);
+    // an array of parameters is checked on its values
+    case FailRule::kNumpySamplerParams: return !inputs.empty() || sampler_params_can_fail(attrs);
+    case FailRule::kPercentile: return inputs.size() > 1 || sampler_params_can_fail(attrs);  // q as an array
     case FailRule::kAnyInputOver5Axes: return any_input(kMaxKernelAxes, false);
     case FailRule::kAnyInputOver6AxesOnCpu: return any_input(6, true);
     default: break;
@@ -145,6 +207,19 @@ bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const 
     case FailRule::kReduction: return reduce_can_fail(in, attrs);
     case FailRule::kOver5Axes: return in.ndim > kMaxKernelAxes;
     case FailRule::kFloat16SortOnCpu: return in.dtype == 2 /* float16 */ && in.dev_type != kGPU;
+    case FailRule::kChannelModeUnder3Axes: return in.ndim < 3 && attr_value(attrs, "mode", "instance") == "channel";
+    case FailRule::kNormOutDtype: {
+      std::string out = attr_value(attrs, "out_dtype", "None");
+      return out != "None" && out != dtype_name(in.dtype);
+    }
+    case FailRule::kAmpCastOneDnn: {
+      // measured on CPU (both dtypes of every pair): a float64 or int64 input fails, and so does
+      // float32 cast to either; float16 and the small integer types take another kernel
+      if (in.dev_type == kGPU) return false;
+      std::string to = attr_value(attrs, "dtype", "");
+      bool wide_to = to == "float64" || to == "int64";
+      return in.dtype == 1 || in.dtype == 6 || (in.dtype == 0 && wide_to);
+    }
     default: return false;
   }
 }

@@ -41,8 +41,11 @@ FailRule fail_rule(const std::string& op_name);
 
 // Whether this call of an op may fail at run time on these inputs: tile or a reduction over
 // too many axes (above), a scalar slice assignment or a 4-d image op given more than 5 axes,
-// a oneDNN concat or BatchNorm given more than 6, and sort/argsort of float16 on CPU ("This
-// operation does not support float16", raised by the kernel, so eager's first read raises).
+// a oneDNN concat or BatchNorm given more than 6, sort/argsort of float16 on CPU ("This
+// operation does not support float16", raised by the kernel, so eager's first read raises),
+// take(mode='raise') (its indices are checked as it runs), norm with another out_dtype than its
+// input's, amp_cast between dtypes oneDNN cannot reorder, SoftmaxActivation(mode='channel') of
+// fewer than 3 axes.
 bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const std::vector<Attr>& attrs);
 
 // The twin of an op that is recorded when this call may fail at run time: the same MXNet

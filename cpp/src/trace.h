@@ -33,6 +33,13 @@ enum class FailRule : uint8_t {
   kAnyInputOver5Axes,
   kAnyInputOver6AxesOnCpu,  // oneDNN kernels
   kFloat16SortOnCpu,
+  kModeRaise,               // take(mode='raise'): checks its indices while it runs
+  kNormOutDtype,            // norm(out_dtype=) other than the input's dtype
+  kAmpCastOneDnn,           // amp_cast between dtypes oneDNN's reorder does not know
+  kChannelModeUnder3Axes,   // SoftmaxActivation(mode='channel') of fewer than 3 axes
+  kSamplerParams,           // a random sampler given a parameter out of its range
+  kNumpySamplerParams,      // ... a numpy one, or given an array of parameters
+  kPercentile,              // numpy's percentile: q out of [0, 100], or an array of q
 };
 
 // What the runtime knows about one MXNet operator (one per creator handle).

@@ -11,7 +11,9 @@ reported when the call itself succeeds but reading a result raises (or the proce
     PYTHONPATH=$PWD .venv/bin/python tests/stress/find_runtime_failures.py [legacy|numpy]
 
 Run it on demand (not in CI) after an MXNet upgrade, and keep failures.cc's op_can_fail list
-equal to what it prints.
+and fail_rule table equal to what it prints. It also calls each op with every value of each
+enumerated or boolean parameter (take's mode='raise'). A sampler's scalar parameters are not
+varied here: failures.cc's sampler rules come from calls by hand (scale -1, p 1.5, low > high).
 """
 import os
 import select
@@ -25,6 +27,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mxnet as mx  # noqa: E402
 
 import opcases  # noqa: E402
+
+
+# MXNet raises some op errors as Python's own ValueError or IndexError (a sampler's parameter
+# check, gather_nd's index check), not as MXNetError
+MXNET_ERRORS = (mx.MXNetError, ValueError, IndexError)
 
 
 def variants(a):
@@ -68,18 +75,39 @@ def trials(arrays):
             yield "%d axes" % ndim, trial
 
 
+def settings(op, params):
+    """(label, params): the op's parameters as the sweep calls it, then with each enumerated or
+    boolean parameter set in turn to each other value (take's mode='raise' checks its indices
+    while it runs; the sweep's own call uses the default 'clip')."""
+    yield "", params
+    for name, values in sorted(op.choices.items()):
+        if name == op.key_var:
+            continue
+        for value in values:
+            if str(params.get(name)) != str(value):
+                yield " with %s=%s" % (name, value), dict(params, **{name: value})
+
+
 def audit_op(op, arrays, params):
     """Why the op failed at run time, per trial that was accepted when called."""
     why = []
+    for setting, call_params in settings(op, params):
+        why += audit_call(op, arrays, call_params, setting)
+    return why
+
+
+def audit_call(op, arrays, params, setting):
+    why = []
     for label, trial in trials(arrays):
+        label += setting
         try:
             outs = opcases.invoke(op, trial, params)
-        except mx.MXNetError:
+        except MXNET_ERRORS:
             continue  # refused when called: not a run-time failure
         for o in outs:
             try:
                 o.wait_to_read()
-            except mx.MXNetError as e:
+            except MXNET_ERRORS as e:
                 why.append("%s: %s" % (label, str(e).splitlines()[-1][:90]))
                 break
     return why
@@ -126,7 +154,8 @@ def audit(numpy_ops):
         why = in_child(audit_op, op, arrays, params)
         if why:
             found[name] = why
-            print(name, "|", why[0], "(+%d more)" % (len(why) - 1) if len(why) > 1 else "", flush=True)
+            for line in why:
+                print(name, "|", line, flush=True)
     return found
 
 
