@@ -7,13 +7,11 @@ time (an lr_scheduler with keys at different step counts, an optimizer of our ow
 order of calls is kept.
 """
 import mxnet as mx
-import numpy as np
 import pytest
-from mxnet import autograd, gluon, nd
+from mxnet import gluon
 
-import minpy_jit
-from test_data_parallel import BATCH, CTX, OPT_IDS, OPTIMIZERS, _check, _data, _net, _step, _weights
-from test_training import J, _clean_state, differential  # noqa: F401  (_clean_state: autouse fixture)
+from test_data_parallel import CTX, OPT_IDS, OPTIMIZERS, _check, _data, _net, _step, _weights
+from test_training import J, _clean_state  # noqa: F401  (_clean_state: autouse fixture)
 
 
 def _run(use_jit, opt, kw, kvstore="device", steps=4, between=None):
