@@ -199,8 +199,9 @@ def dist(args):
               % (os.path.relpath(here), " ".join(cmd[2:])), flush=True)
         launcher.run(cmd, num_workers=2, num_servers=1, timeout=args.timeout, env=env)
         ranks = [json.load(open(os.path.join(out, "%s_rank%d.json" % (mode, r)))) for r in range(2)]
-        # a dist_sync step ends for both workers together: report the slower worker
-        results[mode] = max(ranks, key=lambda r: r["median_ms"])
+        # a dist_sync step ends for both workers together: report the slower worker's times; each
+        # worker's loss is over its half of every batch, so the whole batch's is their mean
+        results[mode] = dict(max(ranks, key=lambda r: r["median_ms"]), loss=statistics.mean(r["loss"] for r in ranks))
         if mode == "jit":
             stats = ranks[0]["stats"]
         weights[mode] = [np.load(os.path.join(out, "%s_rank%d.npz" % (mode, r))) for r in range(2)]
