@@ -2,8 +2,8 @@
 
 Two hooks, both installed only while some thread is inside a `jit()` scope (with
 frontend.py's faster stand-ins for MXNet's per-op argument checks and the NDArray
-properties read per argument or per parameter, and optimizers.py's AdaGrad update
-recorded as one kernel call):
+properties read per argument or per parameter, optimizers.py's AdaGrad update recorded as
+one kernel call, and trainer.py's Trainer._update done in one C call):
 
 1. `mxnet.ndarray.register._imperative_invoke` -- the one function every
    generated `mx.nd` op, NDArray operator, optimizer update and Gluon layer
@@ -25,7 +25,7 @@ import mxnet
 import mxnet.base
 import mxnet.ndarray.register as _register
 
-from . import _core, frontend, kvstore_updates, optimizers
+from . import _core, frontend, kvstore_updates, optimizers, trainer
 
 _REAL_LIB = mxnet.base._LIB
 _REAL_INVOKE = _register._imperative_invoke
@@ -157,6 +157,7 @@ def _patch():
     frontend.install()
     optimizers.install()
     kvstore_updates.install()
+    trainer.install()
     for m in _modules_holding_lib():
         m._LIB = _PROXY
 
@@ -166,6 +167,7 @@ def _unpatch():
     frontend.uninstall()
     optimizers.uninstall()
     kvstore_updates.uninstall()
+    trainer.uninstall()
     for m in _modules_holding_lib():
         m._LIB = _REAL_LIB
 

@@ -13,6 +13,19 @@
 using namespace minpy;
 namespace py = pybind11;
 
+// Setting the flag needs the array's autograd entry, which a pending lazy result only gets
+// when its trace runs: pending work is flushed first, as the guarded ctypes path does. A
+// variable (attach_grad, a Gluon parameter) has its entry already, and the flag is all the
+// call touches: no flush, so that Trainer.step, which clears the flag of every parameter
+// before its update, does not cut a step left open by backward() (backward.cc).
+bool minpy::set_grad_state_of(NDArrayHandle h, bool state) {
+  note_data_access(kGradStateSet);
+  int req = 0;
+  const bool variable = autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable;
+  if (!variable && (R->pending || launches_in_flight())) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
+  return MXNDArraySetGradState(h, state) == 0;
+}
+
 namespace {
 
 // The handle of an NDArray argument; null, with a Python error set, if it has none.
@@ -61,11 +74,7 @@ PyMethodDef stype_id_def = {"stype_id", int_of<MXNDArrayGetStorageType>, METH_O,
 PyMethodDef grad_state_def = {"grad_state", int_of<MXNDArrayGetGradState>, METH_O,
                               "The fresh-gradient flag of an NDArray (NDArray._fresh_grad)."};
 
-// Setting the flag needs the array's autograd entry, which a pending lazy result only gets
-// when its trace runs: pending work is flushed first, as the guarded ctypes path does. A
-// variable (attach_grad, a Gluon parameter) has its entry already, and the flag is all the
-// call touches: no flush, so that Trainer.step, which clears the flag of every parameter
-// before its update, does not cut a step left open by backward() (backward.cc).
+// NDArray._fresh_grad's setter (set_grad_state_of).
 PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   if (nargs != 2) {
     PyErr_SetString(PyExc_TypeError, "set_grad_state(array, state)");
@@ -75,10 +84,7 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   const int state = h ? PyObject_IsTrue(argv[1]) : -1;
   if (state < 0) return nullptr;
   try {
-    note_data_access(kGradStateSet);
-    int req = 0;
-    const bool variable = autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable;
-    if (!variable && (R->pending || launches_in_flight())) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
+    if (!set_grad_state_of(h, state)) return c_api_failed();
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -86,7 +92,6 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
     PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
     return nullptr;
   }
-  if (MXNDArraySetGradState(h, state) != 0) return c_api_failed();
   Py_RETURN_NONE;
 }
 
@@ -160,6 +165,8 @@ py::dict stats_dict() {
   d["backward_by_mxnet"] = s.backward_by_mxnet;
   d["backward_pending"] = s.backward_pending;
   d["fused_ops"] = s.fused_ops;
+  d["trainer_updates"] = py::dict(py::arg("batched") = s.trainer_batched,
+                                  py::arg("python") = py::cast(s.trainer_python));
   d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
                           py::arg("arrays_pushed") = s.kvstore.arrays_pushed,
                           py::arg("arrays_pulled") = s.kvstore.arrays_pulled,
@@ -267,6 +274,7 @@ PYBIND11_MODULE(_core, m) {
         "fn (an MXNet C API function) behind a guard: pending work it may see runs first; Python "
         "that MXNet calls back while fn runs is not recorded.");
   register_scope_api(m);
+  register_trainer_api(m);
   m.def("depth", []() { return me().depth; });
   m.def("pending", []() { return R->pending + launches_in_flight(); });
   m.def("flush", [](const std::string& cause, bool eager) {

@@ -206,11 +206,10 @@ void push_default_layout(const std::vector<NDArrayHandle>& arrays, bool separate
   // one momentum array lists it twice, as does a view beside its base array.
   auto* job = new DefaultLayout;
   std::vector<NDArrayHandle> mutable_arrays;
+  std::unordered_set<const void*> seen;  // a whole step's update mutates ~600 arrays
   for (NDArrayHandle h : arrays) {
     std::shared_ptr<const void> chunk = chunk_ref(h);
-    bool seen = false;
-    for (const auto& c : job->chunks) seen = seen || (chunk && c.get() == chunk.get());
-    if (seen) continue;
+    if (chunk && !seen.insert(chunk.get()).second) continue;
     job->chunks.push_back(std::move(chunk));
     mutable_arrays.push_back(h);
   }

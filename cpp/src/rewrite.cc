@@ -107,7 +107,13 @@ const char* liftable_attr(const std::string& op) {
       {"rmsprop_update", "lr"}, {"rmspropalex_update", "lr"}, {"mp_sgd_update", "lr"},
       {"mp_sgd_mom_update", "lr"}, {"mp_nag_mom_update", "lr"}, {"multi_sgd_update", "lrs"},
       {"multi_sgd_mom_update", "lrs"}, {"multi_mp_sgd_update", "lrs"}, {"multi_mp_sgd_mom_update", "lrs"},
-      {"_minpy_multi_adagrad_update", "lrs"}};
+      {"_minpy_multi_adagrad_update", "lrs"},
+      // our kernels as minpy_jit/trainer.py records them: lifted when the rates change
+      {"_minpy_multi_sgd_update", "lrs"}, {"_minpy_multi_sgd_mom_update", "lrs"},
+      {"_minpy_multi_nag_mom_update", "lrs"}, {"_minpy_multi_adam_update", "lrs"},
+      {"_minpy_multi_rmsprop_update", "lrs"}, {"_minpy_multi_rmspropalex_update", "lrs"},
+      {"_minpy_multi_mp_sgd_update", "lrs"}, {"_minpy_multi_mp_sgd_mom_update", "lrs"},
+      {"_minpy_multi_mp_nag_mom_update", "lrs"}};
   auto it = updates.find(op);
   return it == updates.end() ? "" : it->second;
 }

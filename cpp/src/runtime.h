@@ -174,6 +174,14 @@ uint64_t hash_str(const std::string& s);
 OpInfo& op_info(AtomicSymbolCreator creator);
 PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs);
 
+// bindings.cc: NDArray._fresh_grad set (pending work flushed first unless h is a variable);
+// false if MXNet's call failed
+bool set_grad_state_of(NDArrayHandle h, bool state);
+
+// trainer_update.cc: Gluon's Trainer._update as one kernel call per context (minpy_jit/trainer.py)
+bool trainer_update(PyObject* trainer, bool ignore_stale);
+void register_trainer_api(py::module_& m);
+
 // callbacks.cc: Python that MXNet calls back (kvstore updaters, CustomOps) runs eagerly.
 bool foreign_thread(ThreadState& ts);  // a thread MXNet started, running a callback
 bool in_callback(ThreadState& ts);     // ... or inside a guarded C API call or its own flush

@@ -29,6 +29,10 @@ struct Stats {
   uint64_t backward_in_graph = 0, backward_by_mxnet = 0;
   // ... of those in our graph, how many left it open for the update to join (Config::whole_step)
   uint64_t backward_pending = 0;
+  // Trainer._update calls done as one kernel call per context (trainer_update.cc), and those
+  // left to MXNet's Python (their ops recorded one by one), by reason
+  uint64_t trainer_batched = 0;
+  std::map<std::string, uint64_t> trainer_python;
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name
   std::map<std::string, uint64_t> fallback_reasons;
