@@ -83,3 +83,28 @@ def test_stop_gradient_inside_one_graph_stays_compiled():
     r = run_both(prog, nd.array(rand(4, 3, seed=1)), nd.array(rand(3, 2, seed=2)), nd.array(rand(3, 2, seed=3)))
     assert_same(*r, rtol=0)
     assert _fallbacks(r.stats) == 0 and r.stats["executions"] > 0
+
+
+@pytest.mark.parametrize("like", ["uniform_like", "normal_like"])
+def test_random_like_of_an_op_without_gradient(like):
+    """History seed 518277: exp, shuffle, uniform_like, backward(retain_graph=True) from the draw.
+    A `*_like` draw gives its input MXNet's zero node, so eager's pass never reaches shuffle (which
+    has no gradient); jit() ran shuffle eagerly and the draw as a part whose backward handed shuffle
+    a zero array: 'Operator _shuffle is non-differentiable' under jit() only."""
+    def prog(x):
+        x.attach_grad()
+        events = []
+        with autograd.record():
+            e = nd.exp(x)
+            s = nd.random.shuffle(e)
+            d = getattr(nd.random, like)(s)
+        try:
+            d.backward(retain_graph=True)
+            events.append("ok")
+        except mx.base.MXNetError:
+            events.append("MXNetError")
+        return events, x.grad, e
+    r = run_both(prog, nd.array(rand(3, seed=2)), seed=5)
+    assert r.eager[0] == ["ok"]
+    assert_same(*r, rtol=0)
+    assert _fallbacks(r.stats) > 0  # counted

@@ -189,7 +189,12 @@ uint32_t zero_gradient_inputs(const std::string& op) {
           "_npi_less_equal", "_npi_equal_scalar", "_npi_not_equal_scalar", "_npi_greater_scalar",
           "_npi_greater_equal_scalar", "_npi_less_scalar", "_npi_less_equal_scalar", "_npi_logical_not",
           "_npi_argmax", "_npi_argmin", "_npi_isnan", "_npi_isinf", "_npi_isfinite", "_npi_isposinf",
-          "_npi_isneginf", "_npi_full_like", "_npi_argsort"})
+          "_npi_isneginf", "_npi_full_like", "_npi_argsort",
+          // random draws: a *_like reads only its input's shape, _sample_* their parameters
+          "_random_uniform_like", "_random_normal_like", "_random_gamma_like", "_random_exponential_like",
+          "_random_poisson_like", "_random_negative_binomial_like", "_random_generalized_negative_binomial_like",
+          "_sample_uniform", "_sample_normal", "_sample_gamma", "_sample_exponential", "_sample_poisson",
+          "_sample_negative_binomial", "_sample_generalized_negative_binomial"})
       m[n] = all;
     for (const char* n : {"where", "_npi_where"}) m[n] = 1u;  // the condition
     for (const char* n : {"broadcast_like", "_identity_with_attr_like_rhs", "reshape_like"}) m[n] = 2u;  // rhs

@@ -29,7 +29,8 @@ std::string backward_could_do_more(const Trace& t, const std::vector<OutputSpec>
 
 // The inputs (bits) whose gradient MXNet's FGradient gives as its zero node (zeros_like, from
 // MakeZeroGradNodes): comparisons, logical ops, rounding, argmax/argsort/topk, BlockGrad, one_hot,
-// shape_array, zeros_like/ones_like (all inputs); where's condition; the rhs of broadcast_like,
+// shape_array, zeros_like/ones_like, the random draws *_like and _sample_* (all inputs); where's
+// condition; the rhs of broadcast_like,
 // reshape_like. Found by probing MXNet 1.9.1 eagerly (tests/stress/find_zero_gradient_ops.py).
 // Decided once per op: OpInfo::zero_grad_inputs (Trace::zero_grad_ops: the trace holds one).
 uint32_t zero_gradient_inputs(const std::string& op);

@@ -40,6 +40,12 @@ CANDIDATES += [("argmax", 1, {"axis": 1}), ("argmin", 1, {"axis": 1}), ("topk", 
                ("one_hot", 1, {"depth": 3}), ("_npi_argmax", 1, {"axis": 1}), ("_npi_argmin", 1, {"axis": 1}),
                ("_npi_full_like", 1, {"fill_value": 2}), ("max", 1, {"axis": 0}), ("sum", 1, {}),
                ("clip", 1, {"a_min": 0.2, "a_max": 0.6}), ("where", 3, {}), ("_npi_where", 3, {})]
+CANDIDATES += [(n, 1, {}) for n in ("_random_uniform_like _random_normal_like _random_gamma_like "
+                                    "_random_exponential_like _random_poisson_like _random_negative_binomial_like "
+                                    "_random_generalized_negative_binomial_like _sample_exponential "
+                                    "_sample_poisson").split()]
+CANDIDATES += [(n, 2, {}) for n in ("_sample_uniform _sample_normal _sample_gamma _sample_negative_binomial "
+                                    "_sample_generalized_negative_binomial").split()]
 
 
 def op_handle(name):
