@@ -459,3 +459,26 @@ def test_two_momentum_updates_of_one_state_in_one_graph(weight, lrs):
     assert not t.is_alive(), "the jitted program hung"
     eager, jitted = result["both"]
     assert_same(eager, jitted, rtol=0, atol=0)
+
+
+def test_held_result_of_an_array_that_joined_the_graph_keeps_its_history():
+    # seed 610322: under record(), `dot(c, x)` (x a variable) puts the plain array c into the
+    # autograd graph, so `b = BlockGrad(c)` is recorded too, outside the loss's graph. Eager's
+    # backward clears only what the loss reaches: b keeps its history, and an update of c that
+    # reads b under record() is recorded and refused (in place). jit() ran the backward inside
+    # its graph, which leaves b no history, and the update ran (c 0.404 vs 0.4495, no error).
+    def prog(c, x, m, g):
+        x.attach_grad()
+        events = []
+        with autograd.record():
+            y = nd.sum(nd.dot(c, x))
+            b = nd.BlockGrad(c)
+        y.backward()
+        with autograd.record():
+            caught(events, nd.multi_sgd_update, c, b, m, g, out=[c, m], lrs=(0.1, 0.1), wds=(0.01, 0.01),
+                   num_weights=2)
+        return events, c, m, x.grad, b
+
+    r = run_both(prog, nd.array([[0.5]]), nd.array(rand(1, 3, seed=1)), nd.ones((5, 3)), nd.ones((5, 3)))
+    assert r.eager[0] == ["MXNetError"]
+    assert_same(*r, rtol=0)

@@ -13,8 +13,8 @@
 // Only when the result is what eager MXNet gives: every head a lazy result of this trace,
 // no retain_graph / create_graph / explicit variables, the trace's external arrays either
 // constants or variables with grad_req 'write' (not 'add', nor history recorded elsewhere),
-// and no value still held that depends on a variable outside the heads' graph (eager would
-// keep that one's history for a later backward; a graph run keeps none). Otherwise the
+// and no recorded value still held outside the heads' graph (eager would keep that one's
+// history for a later backward; a graph run keeps none). Otherwise the
 // trace runs under autograd and MXNet's backward runs, as before.
 #include "backward.h"
 
@@ -111,7 +111,7 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
   }
 
   // The trace's external arrays: constants, or variables whose gradient MXNet would write.
-  std::vector<char> is_var(nv, 0), on_var(nv, 0);
+  std::vector<char> is_var(nv, 0), recorded(nv, 0);
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = t.values[v];
     if (val.node >= 0 || !val.ext) continue;
@@ -120,13 +120,20 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
     if (role == AutogradRole::kHistory) return false;
     if (role == AutogradRole::kVariable) {
       if (req != 1 && req != 2) return false;  // 'add': MXNet adds into the buffer in its kernels
-      is_var[v] = on_var[v] = 1;
+      is_var[v] = 1;
     }
+    recorded[v] = is_var[v] || in_autograd_graph(val.ext);
   }
+  // The values eager MXNet records (so that they keep their history after a backward that does
+  // not reach them): an op's results when one of its inputs is in the autograd graph -- a
+  // variable, a recorded result, or a plain array that an op recorded before read, which
+  // joined the graph then (`dot(c, x)` with x a variable, then `BlockGrad(c)`: fuzz seed 610322).
   for (const Node& n : t.nodes) {
     bool d = false;
-    for (int v : n.in) d |= on_var[v] != 0;
-    for (int o : n.out) on_var[o] = d;
+    for (int v : n.in) d |= recorded[v] != 0;
+    if (d)
+      for (int v : n.in) recorded[v] = 1;
+    for (int o : n.out) recorded[o] = d;
   }
 
   // The heads' graph: the nodes they depend on.
@@ -162,12 +169,13 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
   // crashed inside MXNet (segfault, tests/stress/fuzz.py seed 50181), used outputs or not.
   for (size_t n = 0; n < t.nodes.size(); ++n)
     if (in_graph[n] && (t.nodes[n].out.size() > 1 || legacy_gradient(t.nodes[n].op->name))) return false;
-  // A result still held that depends on a variable through a node outside the heads' graph:
-  // eager MXNet keeps its history (a later backward could use it); a graph run keeps none.
+  // A recorded result still held, made by a node outside the heads' graph: eager MXNet keeps
+  // its history (a later backward could use it, a later write into it under record() is
+  // refused, an op reading it is recorded); a graph run keeps none.
   for (const auto& kv : t.slots) {
     const Slot& s = kv.second;
     const Value& val = t.values[s.value];
-    if (val.node < 0 || in_graph[val.node] || !on_var[s.value]) continue;
+    if (val.node < 0 || in_graph[val.node] || !recorded[s.value]) continue;
     const bool live = s.ours ? held_elsewhere(static_cast<PyObject*>(s.owner)) : s.value != s.ext_value;
     if (live) return false;
   }
