@@ -183,3 +183,27 @@ def test_graph_input_read_by_a_derivative_is_read_when_the_backward_runs():
     res = run_both(fn, data(11), data(12))
     all_bits_equal(res)
     assert res.stats["fused_kernels"] >= 1
+
+
+@pytest.mark.parametrize("reqs", [("write", "add"), ("add", "write")])
+def test_grad_req_of_an_input_is_part_of_the_compiled_choice(reqs):
+    """The same code at the same site, first on a variable with one grad_req, then on one with
+    the other: whether a fused unit's gradient reaches the input through _copy (which adds), and
+    whether a clip of it stays MXNet's op, is chosen per grad_req (it is in the trace key), so
+    the second graph is not the first one reused. Two backward passes each, from 0.5."""
+    def fn(J, x, w, req):
+        for v in (x, w):
+            v.attach_grad(grad_req=req)
+            v.grad[:] = 0.5
+        for _ in range(2):
+            with J():
+                with autograd.record():
+                    y = nd.tanh(x * 2.0) * 3.0  # x's only reader: a fused unit
+                    z = nd.clip(w, -1.0, 1.0) * 2.0 + 1.0  # w's only reader: a clip
+                y.wait_to_read()
+                autograd.backward([y, z])
+        return x.grad, w.grad
+
+    for req in reqs:
+        res = run_both(fn, data(13), data(14), req)
+        all_bits_equal(res)
