@@ -5,7 +5,7 @@ Every expectation comes from the same code run eagerly in the same process.
 import mxnet as mx
 import numpy as np
 import pytest
-from mxnet import nd
+from mxnet import autograd, nd
 from mxnet.base import MXNetError
 
 import minpy_jit
@@ -918,6 +918,35 @@ def test_float64_changing_scalars_lifted_as_mxnet_reads_them(no_recompile_limit)
         jitted.append(out.asnumpy())
     assert minpy_jit.stats()["executions"] - before == len(calls)  # every call ran a compiled graph
     _assert_each_call_equal(fn, calls, jitted)
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_changing_scalars_under_record_give_eager_gradients_bit_for_bit(fuse, no_recompile_limit, isolated_runtime):
+    """A scalar that changes at a site is lifted into an array, and the op then runs as its
+    broadcast form; under autograd.record() MXNet's gradient of that form is another
+    computation: x / s gave g * (1 / s) where eager's _div_scalar gives g / s (another last
+    bit for a third of the elements at s = 1.5), and x * s, x + s, relu(...) gave +0 where eager
+    gives -0. Under record() the scalar now stays an attribute (one graph per value)."""
+    rng = np.random.RandomState(21)
+    x0, w0 = rng.uniform(-2, 2, (64,)), rng.uniform(-2, 2, (64,))
+    scalars = [(1.5, -2.0), (0.7, -3.0), (3.0, -5.0), (1.3, 0.25), (2.6, -1.0)]
+    minpy_jit.config(fuse=fuse)
+
+    def run(use_jit):
+        x, w, t = nd.array(x0), nd.array(w0), nd.ones((64,))
+        x.attach_grad()
+        grads = []
+        for s1, s2 in scalars:
+            with (minpy_jit.jit() if use_jit else _no_scope()):
+                with autograd.record():
+                    d = nd.relu(x / s1 + s2) - t
+                    loss = (d * d * w).sum()
+                loss.backward()
+            grads.append(x.grad.asnumpy().copy())
+        return grads
+
+    for e, j in zip(run(False), run(True)):
+        np.testing.assert_array_equal(e.view(np.int32), j.view(np.int32))  # bits: -0 is not +0
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -668,7 +668,12 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
 
-  const char* lift = op.lift;
+  // A scalar op recorded under autograd keeps its scalar as an attribute: lifted into an array
+  // it would run as the broadcast op, whose gradient MXNet computes otherwise (x / s: the
+  // gradient is g * (1 / s) instead of g / s, another value for a third of the inputs at
+  // s = 1.5; the others turn eager's -0 into +0). A scalar that keeps changing there compiles
+  // a graph per value until the recompile limit, then runs eagerly.
+  const char* lift = ts.trace.recording && !op.update ? "" : op.lift;
   bool hot = *lift && is_hot(ts, op, lift, attrs);
   OpInfo* ours = nullptr;  // our multi-tensor kernel recorded in the op's place
   if (op.update && (hot || op.expands || op.no_symbolic_form)) {
