@@ -149,6 +149,8 @@ FailRule fail_rule(const std::string& op_name) {
   return it == rules.end() ? FailRule::kNever : it->second;
 }
 
+namespace {
+
 // A sampler's scalar parameters out of the ranges MXNet checks while it runs, judged loosely
 // (a value on a boundary some sampler accepts counts as failing: it only runs op by op):
 // scales, rates and shapes must be positive, probabilities within [0, 1], low <= high,
@@ -182,6 +184,8 @@ bool sampler_params_can_fail(const std::vector<Attr>& attrs) {
   }
   return has_low && has_high && high < low;
 }
+
+}  // namespace
 
 bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const std::vector<Attr>& attrs) {
   auto any_input = [&](int max_axes, bool cpu_only) {

@@ -280,8 +280,9 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
   // so that the updates of one step are lifted alike and stay one kernel call; a list of
   // learning rates (multi_sgd_update's lrs) counts item by item. A weight with its own
   // lr_mult makes the op hot at once: lifting costs an input array, not a graph.
+  // Other ops (never under record(): see record_call) by their position in the trace.
   uint64_t site = mix64(ts.site_hash ^ op.hash);
-  if (!op.update) site = mix64(site ^ ts.trace.user_ops_hash ^ (static_cast<uint64_t>(ts.trace.recording) << 40));
+  if (!op.update) site = mix64(site ^ ts.trace.user_ops_hash);
   auto& s = R->scalar_sites[site];
   if (s.hot) return true;
   auto see = [&](const std::string& v) {
