@@ -196,13 +196,7 @@ def test_sort_of_float16_fails_while_it_runs_and_runs_op_by_op_as_eager(op, dtyp
     before = op_by_op_sorts()
     eager, jitted = run(False), run(True)
     assert (op_by_op_sorts() - before > 0) == (dtype == "float16")  # counted, never silent
-    assert len(eager) == len(jitted)
-    for e, j in zip(eager, jitted):
-        if isinstance(e, str) or isinstance(j, str):
-            assert e == j
-            continue
-        assert e.dtype == j.dtype and e.shape == j.shape
-        np.testing.assert_array_equal(e, j)
+    _assert_same_reads(eager, jitted)
     assert isinstance(eager[2], str) == (dtype == "float16")
 
 
@@ -659,6 +653,17 @@ class _no_scope:
         return False
 
 
+def _assert_same_reads(eager, jitted):
+    """Two lists from _reads: the same error texts and the same values, dtypes and shapes."""
+    assert len(eager) == len(jitted)
+    for e, j in zip(eager, jitted):
+        if isinstance(e, str) or isinstance(j, str):
+            assert e == j
+            continue
+        assert e.dtype == j.dtype and e.shape == j.shape
+        np.testing.assert_array_equal(e, j)
+
+
 def _reads(arrays):
     """Each array's value, or the name of the error its read raised, in order."""
     out = []
@@ -764,12 +769,7 @@ def _check_beside_independent_work(op, x0, fails, op_by_op):
     eager, jitted = run(False), run(True)
     assert (_op_by_op_calls() - before > 0) == op_by_op  # counted, never silent
     assert isinstance(eager[2], str) == fails  # the premise: MXNet's kernel fails on it
-    for e, j in zip(eager, jitted):
-        if isinstance(e, str) or isinstance(j, str):
-            assert e == j
-            continue
-        assert e.dtype == j.dtype and e.shape == j.shape
-        np.testing.assert_array_equal(e, j)
+    _assert_same_reads(eager, jitted)
 
 
 # (name, shape of x, op, eager fails, runs op by op): ops that fail while they run only with one

@@ -17,6 +17,7 @@ from mxnet.optimizer import optimizer as mx_opt
 
 import minpy_jit
 from conftest import jit_or_eager
+from test_optimizers import assert_bits  # weights and states bit for bit, array by array
 
 
 @pytest.fixture(autouse=True)
@@ -26,17 +27,6 @@ def _many_graphs():
     minpy_jit.config(recompile_limit=10 ** 9)
     yield
     minpy_jit.config(recompile_limit=old)
-
-
-def bits(a):
-    a = a.asnumpy() if isinstance(a, nd.NDArray) else np.asarray(a)
-    return a.view(np.uint16 if a.dtype == np.float16 else np.uint32)
-
-
-def assert_bits(eager, jitted, what):
-    assert len(eager) == len(jitted), what
-    for i, (e, j) in enumerate(zip(eager, jitted)):
-        assert np.array_equal(bits(e), bits(j)), "%s %d differs" % (what, i)
 
 
 def flat_states(trainer):

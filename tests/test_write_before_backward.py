@@ -20,16 +20,9 @@ from mxnet.base import MXNetError
 
 import minpy_jit
 from conftest import Both, arr, copy_args, stats_delta
+from test_fused_grad import bits_equal  # float32 bit for bit, NaN equal to NaN
 
 F32 = np.float32
-
-
-def bits_equal(got, want):
-    got, want = np.asarray(got, F32), np.asarray(want, F32)
-    assert got.shape == want.shape
-    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
-    assert same.all(), "first mismatch at %s: got %r want %r" % (
-        np.argwhere(~same)[0], got[~same][:4], want[~same][:4])
 
 
 def all_bits_equal(res):
