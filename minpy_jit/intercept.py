@@ -152,22 +152,22 @@ def _modules_holding_lib():
 
 # Both idempotent: the C++ scope code (scope.cc) calls them when the first scope opens and
 # after the last one closes, and runs them again to completion if an interrupt stops them.
+# The modules that stand in for MXNet Python code while a scope is open (each install/uninstall).
+_STAND_INS = (frontend, optimizers, kvstore_updates, trainer)
+
+
 def _patch():
     _register._imperative_invoke = _core.invoke
-    frontend.install()
-    optimizers.install()
-    kvstore_updates.install()
-    trainer.install()
+    for stand_in in _STAND_INS:
+        stand_in.install()
     for m in _modules_holding_lib():
         m._LIB = _PROXY
 
 
 def _unpatch():
     _register._imperative_invoke = _REAL_INVOKE
-    frontend.uninstall()
-    optimizers.uninstall()
-    kvstore_updates.uninstall()
-    trainer.uninstall()
+    for stand_in in _STAND_INS:
+        stand_in.uninstall()
     for m in _modules_holding_lib():
         m._LIB = _REAL_LIB
 
