@@ -65,6 +65,7 @@ struct Walk {
   int fail_node = -1;                   // first failing guard node
   PyObject* fail_value = nullptr;       // its value (borrowed; valid until release)
   bool fail_alias = false;
+  int fail_grad_req = -1;               // a leaf whose grad_req changed ('add' or not)
   void reset(const Variant& v) {
     objs.assign(v.num_leaves, nullptr);
     handles.assign(v.num_leaves, nullptr);
@@ -72,6 +73,7 @@ struct Walk {
     fail_node = -1;
     fail_value = nullptr;
     fail_alias = false;
+    fail_grad_req = -1;
   }
   void release() {
     for (PyObject* o : refs) Py_DECREF(o);
@@ -289,6 +291,11 @@ bool check_variant(const Variant& v, PyObject* const* args, Py_ssize_t nargs, Wa
     w.fail_alias = true;
     return false;
   }
+  for (size_t leaf = 0; leaf < v.adds_gradient.size(); ++leaf)
+    if (v.adds_gradient[leaf] >= 0 && v.adds_gradient[leaf] != (adds_to_gradient(w.handles[leaf]) ? 1 : 0)) {
+      w.fail_grad_req = static_cast<int>(leaf);
+      return false;
+    }
   return true;
 }
 
@@ -311,6 +318,13 @@ std::string type_name(PyTypeObject* t) { return t ? t->tp_name : "?"; }
 // "argument `x` shape (64, 784) -> (32, 784)"
 std::string describe_failure(const Variant& v, const Walk& w) {
   if (w.fail_alias) return "the arrays passed share memory differently than when compiled (same array twice, or a view of an array the fragment writes)";
+  if (w.fail_grad_req >= 0) {
+    for (const GuardNode& n : v.guards)
+      if (n.kind == GuardNode::kArray && n.leaf == w.fail_grad_req)
+        return n.what + (v.adds_gradient[w.fail_grad_req] ? " grad_req 'add' -> another" : " grad_req -> 'add'") +
+               (n.where.empty() ? "" : ", " + n.where);
+    return "an array's grad_req changed ('add' or not)";
+  }
   if (w.fail_node < 0) return "guards failed";
   const GuardNode& n = v.guards[w.fail_node];
   std::string what = n.what.empty() ? "a value" : n.what;
@@ -1029,6 +1043,10 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
   }
   v->ext_leaf.resize(ft.values.size(), -1);
   v->constants.resize(ft.values.size(), nullptr);
+  v->adds_gradient.assign(L, -1);
+  if (c.rec)
+    for (int i = 0; i < L; ++i)
+      if (ext_of_leaf[i] >= 0) v->adds_gradient[i] = ft.values[ext_of_leaf[i]].adds_gradient ? 1 : 0;
 
   auto produced_here = [&](int value) {
     return value >= 0 && t.values[value].node >= static_cast<int>(c.n0) && vmap[value] >= 0;

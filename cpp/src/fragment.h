@@ -102,6 +102,10 @@ struct Variant {
   int num_leaves = 0, num_kept = 0;
   std::vector<int> same_as;       // per leaf: the first leaf holding the same array at capture
   std::vector<char> written;      // per leaf: updated in place by the statements
+  // Per leaf read under autograd recording: whether it was a grad_req='add' variable at capture
+  // (Value::adds_gradient, -1: not read while recording). The compiled choice depends on it
+  // (graph.cc's _gradcopy, fuse.cc's clip rule), as jit()'s trace key does: a guard.
+  std::vector<signed char> adds_gradient;
   bool recording = false, training = false, np_shape = false;
   Trace trace;                    // the recorded nodes, renumbered; externals are leaves/constants
   std::vector<uint64_t> attr_hash;  // per node (for appending without rehashing)

@@ -4,6 +4,11 @@
 
 namespace minpy {
 
+bool adds_to_gradient(NDArrayHandle h) {
+  int req = 0;
+  return !autograd_peek_works() || (autograd_role(h, &req) == AutogradRole::kVariable && req == 3 /* kAddTo */);
+}
+
 int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
   auto it = slots.find(h);
   if (it != slots.end()) {
@@ -19,9 +24,7 @@ int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
   key.add(0xE0000000ULL + static_cast<uint64_t>(id));
   key.add(hash_aval(v.aval));
   if (recording) {
-    int req = 0;
-    values.back().adds_gradient =
-        !autograd_peek_works() || (autograd_role(h, &req) == AutogradRole::kVariable && req == 3 /* kAddTo */);
+    values.back().adds_gradient = adds_to_gradient(h);
     if (values.back().adds_gradient) key.add(0xADD00000ULL + static_cast<uint64_t>(id));
   }
   Slot& s = slots[h];

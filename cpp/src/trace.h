@@ -112,6 +112,10 @@ struct Value {
   bool adds_gradient = false;
 };
 
+// Value::adds_gradient of an array read under autograd recording: a variable with
+// grad_req='add', or any array while autograd's roles cannot be read.
+bool adds_to_gradient(NDArrayHandle h);
+
 struct Slot {
   int value = -1;      // SSA value the array holds now
   int ext_value = -1;  // the external value it held when the trace first saw it, -1 if none
