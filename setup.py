@@ -39,8 +39,8 @@ kernels = Extension(
     depends=sorted(glob.glob("cpp/kernels/*.h")),  # a header edit rebuilds the library
     include_dirs=[os.path.join(MX_DIR, "include")],
     extra_compile_args=["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno",
-                        "-fno-trapping-math", "-fopenmp"],
-    extra_link_args=["-fopenmp"],
+                        "-fno-trapping-math", "-pthread"],
+    extra_link_args=["-pthread"],
     language="c++",
 )
 

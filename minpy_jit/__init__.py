@@ -29,8 +29,9 @@ from .scope import flush, jit
 
 __all__ = ["jit", "function", "Tensor", "flush", "stats", "reset_stats", "clear_cache", "events", "graphs",
            "last_graph", "config", "print_stats", "verdict", "explain", "debug_print", "to_json", "to_python",
-           "compile_python", "OpInputError", "kernels"]
+           "compile_python", "OpInputError", "kernels", "kernel_threads"]
 kernels = _kernels.kernels
+kernel_threads = _kernels.threads
 __version__ = "0.1.0"
 
 _kernels.load()

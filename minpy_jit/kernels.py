@@ -60,3 +60,16 @@ def _make_wrappers():
 def kernels():
     """Path of the loaded kernel library, or None."""
     return _core.kernels() or None
+
+
+def threads():
+    """The kernels' thread settings: {"max_threads": the most threads one call of our kernels
+    may use (MXNET_OMP_MAX_THREADS or OMP_NUM_THREADS when set, else the cores), "parallel_calls":
+    calls that ran on more than one thread since the library loaded}, or None without the library."""
+    path = kernels()
+    if path is None:
+        return None
+    fn = ctypes.CDLL(path).minpy_kernels_threads  # the already loaded library: dlopen returns it
+    most, calls = ctypes.c_int(), ctypes.c_int64()
+    fn(ctypes.byref(most), ctypes.byref(calls))
+    return {"max_threads": most.value, "parallel_calls": calls.value}

@@ -12,27 +12,24 @@
 // tiles never overlap, so an output may share memory with an input that is
 // read with the same contiguous access.
 //
-// Threads: a call with enough work splits its tiles over OpenMP threads (the
-// same libgomp runtime MXNet's own CPU kernels use, from the engine worker that
-// runs the op; see max_threads() for how many); small calls stay on the calling
-// thread, where a parallel region would cost more than it saves.
+// Threads: a call with enough work splits its tiles between the engine worker
+// that runs the op and our helper threads (parallel.h: how many, and why not
+// OpenMP); small calls stay on the calling thread, where waking a helper would
+// cost more than it saves.
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 #include "mxnet/lib_api.h"
 
 #include "attrs.h"
 #include "fused_ssa.h"
 #include "libm_check.h"
+#include "parallel.h"
 #include "vmath.h"
 #include "vmath_avx512.h"
 
@@ -388,47 +385,18 @@ void run_share(const Call& c, int64_t t0, int64_t t1) {
   execute_tiles(c, bufs.data(), t0, t1);
 }
 
-// The most threads a call may use: MXNET_OMP_MAX_THREADS or OMP_NUM_THREADS when the user
-// set them (the limits MXNet's kernels obey), else every core this process may run on.
-// MXNet's own default is half the cores (it assumes hyperthreads), which on a 2-core
-// machine is one: its engine worker's omp_get_max_threads() says 1 there.
-int max_threads() {
-  static const int n = [] {
-    for (const char* var : {"MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS"}) {
-      const char* v = std::getenv(var);
-      if (v && std::atoi(v) > 0) return std::atoi(v);
-    }
-    return std::max(omp_get_num_procs(), 1);
-  }();
-  return n;
-}
-
-// Threads worth using for this call: 1 below kParallelWork, else up to max_threads(),
-// each thread getting at least kParallelWork / 2 of work.
+// Threads worth using for this call (parallel.h): 1 below kParallelWork, else up to
+// max_threads(), each thread getting at least kParallelWork / 2 of work.
 int threads_for(const Program& p, int64_t tiles) {
   const int64_t work = p.rows * p.cols * std::max<int64_t>(p.cost_per_elem, 1);
-  if (work < kParallelWork || tiles < 2) return 1;
-  int64_t t = std::min<int64_t>({max_threads(), tiles, work / (kParallelWork / 2)});
-  return static_cast<int>(std::max<int64_t>(t, 1));
+  return tiles < 2 ? 1 : static_cast<int>(std::min<int64_t>(tiles, threads_for_work(work, kParallelWork / 2)));
 }
 
 void execute(const Call& c) {
-  const Tiling tl(*c.p);
-  const int64_t tiles = tl.count();
+  const int64_t tiles = Tiling(*c.p).count();
   const int nt = threads_for(*c.p, tiles);
-  if (nt <= 1) {
-    run_share(c, 0, tiles);
-    return;
-  }
-  // Chunks of tiles handed out on demand, not one fixed share per thread: on a shared
-  // machine a descheduled thread would otherwise hold up the whole call.
-  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(16, tiles / (8 * nt)));
-  std::atomic<int64_t> next{0};
-#pragma omp parallel num_threads(nt)
-  {
-    for (int64_t k = next.fetch_add(chunk); k < tiles; k = next.fetch_add(chunk))
-      run_share(c, k, std::min(tiles, k + chunk));
-  }
+  const int64_t chunk = nt <= 1 ? tiles : std::max<int64_t>(1, std::min<int64_t>(16, tiles / (8 * nt)));
+  parallel_chunks(tiles, chunk, nt, [&c](int64_t t0, int64_t t1) { run_share(c, t0, t1); });
 }
 
 // ---- MXNet glue ----

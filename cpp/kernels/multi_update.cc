@@ -24,12 +24,21 @@
 // weights_in_place=1 the weights are mutated inputs too and there is one placeholder
 // output, so a graph hands MXNet one array per weight fewer (its cost of launching an
 // op grows with the arrays it is given).
+//
+// Threads: a call over enough elements splits the elements of all its weights, taken as one
+// range, into chunks that our threads take on demand (parallel.h). Every element is
+// computed by the same code whichever thread runs it (no element reads another's value), so
+// the split changes no bit; a call whose arrays overlap other than one array given twice to
+// one weight (g is w) runs on one thread, in weight order, as before.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "mxnet/lib_api.h"
 
 #include "attrs.h"
+#include "parallel.h"
 #include "update_rules.h"
 
 using namespace mxnet::ext;
@@ -175,53 +184,115 @@ static inline void run_tensor(const TensorArgs& a, const Hyper& h) {
   else run_tensor_t<R, MP, false>(a, h);
 }
 
+// Elements [lo, hi) of one weight's arrays, as arguments of their own.
+static inline TensorArgs piece(const TensorArgs& a, int64_t lo, int64_t hi, bool mp) {
+  const int64_t wbytes = mp ? 2 : 4;  // weights and gradients: float16 or float32
+  TensorArgs s = a;
+  s.out = static_cast<char*>(a.out) + lo * wbytes;
+  s.w = static_cast<char*>(a.w) + lo * wbytes;
+  s.g = static_cast<const char*>(a.g) + lo * wbytes;
+  for (float*& st : s.s)
+    if (st) st += lo;
+  if (s.w32) s.w32 += lo;
+  s.n = hi - lo;
+  return s;
+}
+
+// Elements [begin, end) of a call, counted over its weights in order: weight k holds
+// [starts[k], starts[k + 1]).
+struct Range {
+  const int64_t* starts;
+  int64_t begin, end;
+};
+
 template <class R, bool MP>
-static inline void run_all(const Params& p, const TensorArgs* t) {
-  for (int k = 0; k < p.num_weights; ++k) run_tensor<R, MP>(t[k], p.h);
+static inline void run_all(const Params& p, const TensorArgs* t, const Range& r) {
+  const int64_t* starts = r.starts;
+  const int64_t begin = r.begin, end = r.end;
+  int k = static_cast<int>(std::upper_bound(starts, starts + p.num_weights + 1, begin) - starts) - 1;
+  for (; k < p.num_weights && starts[k] < end; ++k) {
+    const int64_t lo = std::max(begin, starts[k]) - starts[k], hi = std::min(end, starts[k + 1]) - starts[k];
+    if (lo < hi) run_tensor<R, MP>(lo == 0 && hi == t[k].n ? t[k] : piece(t[k], lo, hi, MP), p.h);
+  }
 }
 
 // The dispatch: one instantiation per rule and per flag that changes the arithmetic,
-// compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time).
+// compiled for AVX-512, AVX2 and baseline x86-64 (chosen at load time). Runs the
+// elements of range r.
 __attribute__((target_clones("avx512f", "avx2", "default")))
-void update_all(const Params& p, const TensorArgs* t) {
+void update_all(const Params& p, const TensorArgs* t, const Range& r) {
   const Hyper& h = p.h;
   const bool clip = h.clip >= 0.f, clipw = h.clip_weights >= 0.f, mp = p.def->mp;
   switch (p.def->rule) {
     case Rule::kSgd:
       if (p.per_weight_sgd) {
-        if (mp) clip ? run_all<SgdPerWeight<true>, true>(p, t) : run_all<SgdPerWeight<false>, true>(p, t);
-        else clip ? run_all<SgdPerWeight<true>, false>(p, t) : run_all<SgdPerWeight<false>, false>(p, t);
+        if (mp) clip ? run_all<SgdPerWeight<true>, true>(p, t, r) : run_all<SgdPerWeight<false>, true>(p, t, r);
+        else clip ? run_all<SgdPerWeight<true>, false>(p, t, r) : run_all<SgdPerWeight<false>, false>(p, t, r);
       } else {
-        if (mp) clip ? run_all<SgdMulti<false, true>, true>(p, t) : run_all<SgdMulti<false, false>, true>(p, t);
-        else clip ? run_all<SgdMulti<false, true>, false>(p, t) : run_all<SgdMulti<false, false>, false>(p, t);
+        if (mp) clip ? run_all<SgdMulti<false, true>, true>(p, t, r) : run_all<SgdMulti<false, false>, true>(p, t, r);
+        else clip ? run_all<SgdMulti<false, true>, false>(p, t, r) : run_all<SgdMulti<false, false>, false>(p, t, r);
       }
       break;
     case Rule::kSgdMom:
-      if (mp) clip ? run_all<SgdMulti<true, true>, true>(p, t) : run_all<SgdMulti<true, false>, true>(p, t);
-      else clip ? run_all<SgdMulti<true, true>, false>(p, t) : run_all<SgdMulti<true, false>, false>(p, t);
+      if (mp) clip ? run_all<SgdMulti<true, true>, true>(p, t, r) : run_all<SgdMulti<true, false>, true>(p, t, r);
+      else clip ? run_all<SgdMulti<true, true>, false>(p, t, r) : run_all<SgdMulti<true, false>, false>(p, t, r);
       break;
     case Rule::kNagMom:
-      if (mp) clip ? run_all<NagMom<true, true>, true>(p, t) : run_all<NagMom<false, true>, true>(p, t);
-      else clip ? run_all<NagMom<true, false>, false>(p, t) : run_all<NagMom<false, false>, false>(p, t);
+      if (mp) clip ? run_all<NagMom<true, true>, true>(p, t, r) : run_all<NagMom<false, true>, true>(p, t, r);
+      else clip ? run_all<NagMom<true, false>, false>(p, t, r) : run_all<NagMom<false, false>, false>(p, t, r);
       break;
     case Rule::kAdam:
-      clip ? run_all<Adam<true>, false>(p, t) : run_all<Adam<false>, false>(p, t);
+      clip ? run_all<Adam<true>, false>(p, t, r) : run_all<Adam<false>, false>(p, t, r);
       break;
     case Rule::kRmsprop:
-      if (clip) clipw ? run_all<Rmsprop<true, true>, false>(p, t) : run_all<Rmsprop<true, false>, false>(p, t);
-      else clipw ? run_all<Rmsprop<false, true>, false>(p, t) : run_all<Rmsprop<false, false>, false>(p, t);
+      if (clip) clipw ? run_all<Rmsprop<true, true>, false>(p, t, r) : run_all<Rmsprop<true, false>, false>(p, t, r);
+      else clipw ? run_all<Rmsprop<false, true>, false>(p, t, r) : run_all<Rmsprop<false, false>, false>(p, t, r);
       break;
     case Rule::kRmspropAlex:
-      if (clip) clipw ? run_all<RmspropAlex<true, true>, false>(p, t) : run_all<RmspropAlex<true, false>, false>(p, t);
-      else clipw ? run_all<RmspropAlex<false, true>, false>(p, t) : run_all<RmspropAlex<false, false>, false>(p, t);
+      if (clip) clipw ? run_all<RmspropAlex<true, true>, false>(p, t, r) : run_all<RmspropAlex<true, false>, false>(p, t, r);
+      else clipw ? run_all<RmspropAlex<false, true>, false>(p, t, r) : run_all<RmspropAlex<false, false>, false>(p, t, r);
       break;
     case Rule::kAdagrad:
-      clip ? run_all<Adagrad<true>, false>(p, t) : run_all<Adagrad<false>, false>(p, t);
+      clip ? run_all<Adagrad<true>, false>(p, t, r) : run_all<Adagrad<false>, false>(p, t, r);
       break;
   }
 }
 
 int num_inputs(const Params& p) { return p.def->stride * p.num_weights + (p.lr_inputs ? p.num_weights : 0); }
+
+// Elements a thread must get for a second thread to pay (measured: benchmarks/kernel_threads.py).
+constexpr int64_t kMinElemsPerThread = int64_t(1) << 16;
+constexpr int64_t kChunkElems = int64_t(1) << 14;  // 64 KiB of each float32 array
+
+// True if no two arrays of the call share memory, except one array given twice to one weight
+// (g is w, out is w): each element then reads and writes only its own places, in any order.
+// Arrays that overlap otherwise (a view of another weight, an array given to two weights)
+// make the result depend on the order elements run in: such a call stays on one thread.
+bool arrays_independent(const Params& p, const TensorArgs* t) {
+  struct Span {
+    uintptr_t lo, hi;
+  };
+  std::vector<Span> spans;
+  spans.reserve(5 * p.num_weights);
+  const uintptr_t wbytes = p.def->mp ? 2 : 4;
+  for (int k = 0; k < p.num_weights; ++k) {
+    const TensorArgs& a = t[k];
+    if (a.n == 0) continue;
+    const void* arrays[] = {a.out, a.w, a.g, a.s[0], a.s[1], a.s[2], a.w32};
+    const uintptr_t bytes[] = {wbytes, wbytes, wbytes, 4, 4, 4, 4};
+    for (int j = 0; j < 7; ++j) {
+      if (!arrays[j]) continue;
+      bool repeated = false;  // the same array given twice to this weight
+      for (int i = 0; i < j; ++i) repeated = repeated || arrays[i] == arrays[j];
+      const uintptr_t lo = reinterpret_cast<uintptr_t>(arrays[j]);
+      if (!repeated) spans.push_back({lo, lo + bytes[j] * static_cast<uintptr_t>(a.n)});
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.lo < y.lo; });
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].lo < spans[i - 1].hi) return false;
+  return true;
+}
 
 class MultiUpdateState : public CustomStatefulOp {
  public:
@@ -269,7 +340,18 @@ class MultiUpdateState : public CustomStatefulOp {
       a.n = n;
       a.wd = p_.wds[k];
     }
-    update_all(p_, args_.data());
+    starts_.resize(nw + 1);
+    starts_[0] = 0;
+    for (int k = 0; k < nw; ++k) starts_[k + 1] = starts_[k] + args_[k].n;
+    const int64_t total = starts_[nw];
+    int threads = threads_for_work(total, kMinElemsPerThread);
+    if (threads > 1 && !same_arrays_as_last_call()) independent_ = arrays_independent(p_, args_.data());
+    if (!independent_) threads = 1;
+    const TensorArgs* t = args_.data();
+    const int64_t* starts = starts_.data();
+    const int64_t chunk = std::min(kChunkElems, std::max<int64_t>(1024, total / (8 * threads)));
+    parallel_chunks(total, chunk, threads,
+                    [&](int64_t begin, int64_t end) { update_all(p_, t, Range{starts, begin, end}); });
     if (p_.weights_in_place) {
       MXTensor& placeholder = (*outputs)[0];
       if (placeholder.dtype == kFloat32 && placeholder.size() >= 1) *placeholder.data<float>() = 0.0f;
@@ -278,8 +360,25 @@ class MultiUpdateState : public CustomStatefulOp {
   }
 
  private:
+  // True if this call's arrays are where the last checked call's were (a graph's arrays
+  // usually are: static_alloc), so arrays_independent's verdict still holds.
+  bool same_arrays_as_last_call() {
+    std::vector<const void*> now;
+    now.reserve(7 * args_.size());
+    for (const TensorArgs& a : args_) {
+      now.insert(now.end(), {a.out, a.w, a.g, a.s[0], a.s[1], a.s[2], a.w32});
+      now.push_back(reinterpret_cast<const void*>(static_cast<uintptr_t>(a.n)));
+    }
+    const bool same = now == checked_;
+    checked_.swap(now);
+    return same;
+  }
+
   Params p_;
   std::vector<TensorArgs> args_;  // reused per call (an op state runs one call at a time)
+  std::vector<int64_t> starts_;   // weight k's elements are [starts_[k], starts_[k + 1]) of the call
+  std::vector<const void*> checked_;  // the arrays (and sizes) arrays_independent last judged
+  bool independent_ = false;
 };
 
 template <const OpDef& D>

@@ -1,0 +1,60 @@
+// Threads for our kernels: how many a call may use, and a loop that hands chunks of a
+// range to the calling thread and a few helper threads.
+//
+// Why our own helpers instead of an OpenMP parallel region: a region ends at a barrier that
+// waits for every thread of the team, also one the kernel woke but the scheduler has not run
+// yet, and libgomp's threads spin at that barrier. On the shared 2-core machine, under load,
+// W2's chain took 105-124 ms a call on two OpenMP threads against 86-95 ms on one, and 10 ms
+// more CPU (benchmarks/kernel_threads.py, /tmp measurements in the commit). Here the calling
+// thread takes chunks too and waits only for chunks a helper has already taken: a helper
+// that wakes late finds nothing left and goes back to sleep; idle helpers sleep (no spinning).
+//
+// A kernel asks for threads only where its work is large enough (each kernel states its
+// threshold, measured); the split never changes a result: every element is computed by the
+// same code whichever thread runs it, and no kernel here reduces across elements.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+namespace minpy_kernels {
+
+// The most threads a call may use: MXNET_OMP_MAX_THREADS or OMP_NUM_THREADS when the user
+// set them (the limits MXNet's kernels obey; OMP_NUM_THREADS=1 gives one), else every core
+// this process may run on. MXNet's own default is half the cores (it assumes hyperthreads),
+// which on a 2-core machine is one: its engine worker's omp_get_max_threads() says 1 there.
+int max_threads();
+
+// Calls that ran on more than one thread, since the library loaded (minpy_jit.kernel_threads()).
+extern std::atomic<int64_t> parallel_calls;
+
+// MINPY_KERNELS_THRESHOLD_SCALE (default 1) multiplies every kernel's threshold: 0 threads
+// every call, a large value none. For measuring the thresholds (benchmarks/kernel_threads.py).
+double threshold_scale();
+
+// Threads worth using for `work` units when a thread needs at least `min_work` to pay for
+// waking it: 1 below 2 * min_work, else up to max_threads(), each getting >= min_work.
+inline int threads_for_work(int64_t work, int64_t min_work) {
+  min_work = static_cast<int64_t>(static_cast<double>(min_work) * threshold_scale());
+  if (min_work < 1) return max_threads();
+  if (work < 2 * min_work) return 1;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_threads(), work / min_work)));
+}
+
+// body(ctx, begin, end) over [0, n) in chunks of `chunk` items, on the calling thread and up
+// to threads - 1 helpers. Chunks are handed out on demand. Runs on the calling thread alone
+// when threads <= 1, n <= chunk, or the helpers are busy with another call.
+void run_chunks(int64_t n, int64_t chunk, int threads, void (*body)(void*, int64_t, int64_t), void* ctx);
+
+template <class Body>
+void parallel_chunks(int64_t n, int64_t chunk, int threads, Body&& body) {
+  if (threads <= 1 || n <= chunk) {
+    if (n > 0) body(int64_t(0), n);
+    return;
+  }
+  run_chunks(n, chunk, threads,
+             [](void* b, int64_t begin, int64_t end) { (*static_cast<Body*>(b))(begin, end); }, &body);
+}
+
+}  // namespace minpy_kernels
