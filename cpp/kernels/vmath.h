@@ -21,11 +21,19 @@
 // is done in double precision, where a short polynomial has a relative error below 1e-9;
 // rounding that to float gives the correctly rounded result unless the true value lies
 // within ~1e-9 relative of a rounding boundary, so the error stays below ~0.51 ulp.
-// Compared with the vector math libraries in Debian's packages (cpp/kernels/dev/vmath_compare.cc,
-// max ulp against float64 / ns per element): tanh: ours 0.505 / 1.75; SLEEF 3.5 u10 1.0 / 2.2,
-// u35 2.5 / 0.9; Highway 1.0 contrib/math 2.5 / 2.2; xsimd 8.1 1.2 / 1.0. exp: ours 0.501 / 1.11;
-// SLEEF 0.92 / 0.55; Highway 0.95 / 1.4. log: ours 0.500 / 2.27; SLEEF u10 0.58 / 1.05;
-// Highway 0.78 / 1.03. None of them gives eager's bits either, which is what decides now.
+// The functions the fused kernels run (the glibc reproductions below; log calls logf) against
+// SLEEF 3.5 (Debian's libsleef-dev), cpp/kernels/dev/vmath_compare.cc: max ulp against float64
+// (every 4099th float32) / share of 1M inputs in [-8, 8] whose bits differ from eager's (glibc's
+// scalar function) / ns per element over 1M float32, one core, best of 15, AVX2 and AVX-512:
+//   tanh     ours 2.07 / 0 / 3.13, 1.90;  SLEEF u10 1.00 / 6.8% / 2.13, 1.44;  u35 2.52 / 8.3% / 0.86, 0.51
+//   sigmoid  ours 1.97 / 0 / 0.89, 0.78;  on SLEEF's exp u10 1.97 / 4.1% / 0.69, 0.37
+//   exp      ours 0.50 / 0 / 1.00, 0.69;  SLEEF u10 0.92 / 9.5% / 0.56, 0.29
+//   log      ours (logf) 0.68 / 0 / 3.25; SLEEF u10 0.58 / 0.78% / 1.08, 0.53; u35 2.41 / 12.9% / 0.65, 0.23
+// (glibc's scalar tanhf 27-92 ns, expf 3.0, on this shared machine.) SLEEF is 1.3-6x faster and
+// differs from eager's result on 0.8-13% of inputs: every fused op must give eager's bits, so no
+// SLEEF. An earlier comparison (commit 489ab10, against this file's correctly rounded functions)
+// found Highway's contrib/math and xsimd no better. What is left to gain exactly: log, whose
+// glibc algorithm (table-driven, in double, like expf) could be reproduced as expf is here.
 //
 // Methods (textbook, see e.g. J.-M. Muller, "Elementary Functions", ch. 11):
 //  - exp: Cody-Waite range reduction x = n*ln2 + r, |r| <= ln2/2, Taylor
