@@ -1,4 +1,4 @@
-"""Faster stand-ins for MXNet's per-op Python helpers, installed only while a scope is open.
+"""Faster stand-ins for MXNet's per-op Python helpers, acting while jit() has work (intercept.py).
 
 * Every generated `mx.nd` function calls `_verify_all_legacy_ndarrays` (or the numpy
   twin) before it invokes the op. MXNet's versions import `mxnet.numpy` inside the
@@ -13,6 +13,7 @@
   because `with ctx:` stores state on the object); setting `_fresh_grad` flushes pending
   work first, as MXNet's path through the guarded library does. Should a C call fail,
   MXNet's own property runs, so the error is MXNet's.
+While `_core.hooks_active()` is false (no scope open, nothing recorded) each calls MXNet's own.
 """
 import mxnet.ndarray.register as _register
 from mxnet.context import Context
@@ -34,43 +35,56 @@ _DTYPE_MX_TO_NP = _nd._DTYPE_MX_TO_NP
 _STORAGE_TYPE_ID_TO_STR = _nd._STORAGE_TYPE_ID_TO_STR
 _device_of, _dtype_id, _stype_id = _core.device_of, _core.dtype_id, _core.stype_id
 _grad_state, _set_grad_state = _core.grad_state, _core.set_grad_state
+_active = _core.hooks_active
+_REAL_CONTEXT, _REAL_DTYPE, _REAL_STYPE = (_REAL[name].fget for name in ("context", "dtype", "stype"))
+_REAL_GET_FRESH, _REAL_SET_FRESH = _REAL["_fresh_grad"].fget, _REAL["_fresh_grad"].fset
 
 
 # The builtins raise ValueError when the C call fails; MXNet's property then gives its error.
 def _context(self):
+    if not _active():
+        return _REAL_CONTEXT(self)
     try:
         dev_type, dev_id = _device_of(self)
     except ValueError:
-        return _REAL["context"].fget(self)
+        return _REAL_CONTEXT(self)
     return Context(_DEVTYPE2STR[dev_type], dev_id)
 
 
 def _dtype(self):
+    if not _active():
+        return _REAL_DTYPE(self)
     try:
         return _DTYPE_MX_TO_NP[_dtype_id(self)]
     except ValueError:
-        return _REAL["dtype"].fget(self)
+        return _REAL_DTYPE(self)
 
 
 def _stype(self):
+    if not _active():
+        return _REAL_STYPE(self)
     try:
         return _STORAGE_TYPE_ID_TO_STR[_stype_id(self)]
     except ValueError:
-        return _REAL["stype"].fget(self)
+        return _REAL_STYPE(self)
 
 
 def _get_fresh_grad(self):
+    if not _active():
+        return _REAL_GET_FRESH(self)
     try:
         return _grad_state(self)
     except ValueError:
-        return _REAL["_fresh_grad"].fget(self)
+        return _REAL_GET_FRESH(self)
 
 
 def _set_fresh_grad(self, state):
+    if not _active():
+        return _REAL_SET_FRESH(self, state)
     try:
         _set_grad_state(self, state)
     except ValueError:
-        _REAL["_fresh_grad"].fset(self, state)
+        _REAL_SET_FRESH(self, state)
 
 
 _FAST = {

@@ -1,9 +1,8 @@
-"""Where minpy_jit hooks into MXNet, and how it gets out again.
+"""Where minpy_jit hooks into MXNet, and how MXNet's own code keeps running outside jit().
 
-Two hooks, both installed only while some thread is inside a `jit()` scope (with
-frontend.py's faster stand-ins for MXNet's per-op argument checks and the NDArray
-properties read per argument or per parameter, optimizers.py's AdaGrad update recorded as
-one kernel call, and trainer.py's Trainer._update done in one C call):
+Two hooks, with frontend.py's faster stand-ins for MXNet's per-op argument checks and the
+NDArray properties read per argument or per parameter, optimizers.py's AdaGrad update
+recorded as one kernel call, and trainer.py's Trainer._update done in one C call:
 
 1. `mxnet.ndarray.register._imperative_invoke` -- the one function every
    generated `mx.nd` op, NDArray operator, optimizer update and Gluon layer
@@ -16,6 +15,14 @@ one kernel call, and trainer.py's Trainer._update done in one C call):
    library code calling the C API) costs a flush, never a wrong value. The
    guard also knows when MXNet calls Python back from inside such a call (a
    kvstore updater, a CustomOp): ops there run eagerly (callbacks.cc).
+
+They go in once, when the first jit() scope opens (scope.cc; again for mxnet modules imported
+since), and stay. Every stand-in first asks the extension whether it has anything to do
+(`_core.hooks_active()`: a scope open on some thread, work recorded, or a launch queued) and
+otherwise calls MXNet's own code; those that record (the invoke, AdaGrad, the Trainer's update
+and allreduce) also ask whether the calling thread has a scope open. So eager code outside any
+scope runs MXNet's code as if nothing were installed, and `MINPY_JIT=0` (no scope ever opens)
+leaves MXNet untouched. `uninstall()` puts MXNet's code back.
 """
 import ctypes
 import os
@@ -150,9 +157,10 @@ def _modules_holding_lib():
     return _lib_modules
 
 
-# Both idempotent: the C++ scope code (scope.cc) calls them when the first scope opens and
-# after the last one closes, and runs them again to completion if an interrupt stops them.
-# The modules that stand in for MXNet Python code while a scope is open (each install/uninstall).
+# Both idempotent: the C++ scope code (scope.cc) calls _patch when a scope opens and the hooks
+# are not in (or mxnet modules were imported since), _unpatch from uninstall(); each is run
+# again to completion if an interrupt stops it.
+# The modules that stand in for MXNet Python code (each install/uninstall).
 _STAND_INS = (frontend, optimizers, kvstore_updates, trainer)
 
 
@@ -173,7 +181,20 @@ def _unpatch():
 
 
 def hooks_installed():
+    """Whether the stand-ins are in place (from the first jit() scope on, until uninstall())."""
     return _register._imperative_invoke is _core.invoke
+
+
+def hooks_active():
+    """Whether the stand-ins act: a scope open on some thread, work recorded or a launch queued.
+    Otherwise every one of them calls MXNet's own code."""
+    return _core.hooks_active()
+
+
+def uninstall():
+    """Puts MXNet's own Python code back in place (the next jit() scope installs the hooks
+    again). Returns False, doing nothing, while hooks_active()."""
+    return _core.uninstall_hooks()
 
 
 def _library_dirs():

@@ -1,4 +1,4 @@
-"""A Trainer's update on a local kvstore as one batch of updates, while a scope is open.
+"""A Trainer's update on a local kvstore as one batch of updates, in a thread with a jit() scope open.
 
 With `update_on_kvstore` (the Trainer's default for kvstore 'local' and 'device'), MXNet 1.9.1's
 `Trainer._allreduce_grads` calls `kv.pushpull(i, grads, out=weights)` once per parameter, and
@@ -35,7 +35,10 @@ from mxnet.gluon import trainer as _trainer
 from mxnet.kvstore import KVStore
 from mxnet.ndarray.ndarray import NDArray
 
+from . import _core
+
 _REAL_ALLREDUCE = _trainer.Trainer._allreduce_grads
+_depth = _core.depth
 
 # KVStoreLocal's kinds; 'nccl' (GPU only) and the dist kinds keep MXNet's loop.
 _LOCAL_KINDS = frozenset(["local", "device", "local_update_cpu", "local_allreduce_cpu",
@@ -83,7 +86,7 @@ def _same_as_one_at_a_time(optimizer, calls):
 
 
 def _allreduce_grads(self):
-    if not _batchable(self):
+    if not _depth() or not _batchable(self):  # no jit() scope on this thread: MXNet's loop
         return _REAL_ALLREDUCE(self)
     keys, grads, weights = [], [], []
     for i, param in enumerate(self._params):

@@ -1,4 +1,4 @@
-"""AdaGrad's update as one recorded kernel call per weight, while a scope is open.
+"""AdaGrad's update as one recorded kernel call per weight, in a thread with a jit() scope open.
 
 MXNet 1.9.1 has no AdaGrad operator for dense arrays: `mxnet.optimizer.AdaGrad.update`
 runs eleven elementwise ops per weight in Python (`grad * rescale_grad`, `clip`,
@@ -18,6 +18,7 @@ from mxnet.optimizer import optimizer as _opt
 from . import _core
 
 _REAL_UPDATE = _opt.AdaGrad.update
+_depth = _core.depth
 _FLOAT32 = np.dtype(np.float32)
 _exact = {}  # (value as MXNet's ctypes layer writes it, parse kind) -> exact float32 literal
 
@@ -44,7 +45,7 @@ def _kernel_fits(weight, grad, history, clip):
 
 
 def _adagrad_update(self, index, weight, grad, state):
-    if not _kernel_fits(weight, grad, state, self.clip_gradient):
+    if not _depth() or not _kernel_fits(weight, grad, state, self.clip_gradient):  # no scope here: MXNet's
         return _REAL_UPDATE(self, index, weight, grad, state)
     self._update_count(index)
     lr = self._get_lr(index)

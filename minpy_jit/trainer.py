@@ -1,4 +1,4 @@
-"""Gluon's Trainer._update as one C call while a scope is open.
+"""Gluon's Trainer._update as one C call, in a thread with a jit() scope open (else MXNet's own).
 
 MXNet's `Trainer._update` walks the parameters in Python: fresh-gradient flags, the Updater's
 state lookups, the optimizer's update counts, learning rates and weight decays, and one op

@@ -103,7 +103,7 @@ def materialize(out):
 
 
 def run_eager(fn, *args, seed=None):
-    assert not intercept.hooks_installed(), "eager reference run would be recorded"
+    assert not intercept.hooks_active(), "eager reference run would be recorded"
     args = copy_args(args)
     if seed is not None:
         mx.random.seed(seed)
@@ -127,7 +127,7 @@ def run_jit(fn, *args, seed=None):
         after = minpy_jit.stats()
     finally:
         minpy_jit.config(recompile_limit=old_limit)
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
     return materialize(out), stats_delta(before, after)
 
 
@@ -195,7 +195,7 @@ def rand(*shape, seed=0, dtype=np.float32):
 def arr(a):
     """An eager NDArray holding a copy of numpy array a (same dtype); never called inside a scope."""
     from minpy_jit import intercept
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
     return mx.nd.array(a, dtype=a.dtype)
 
 
@@ -232,7 +232,7 @@ def isolated_runtime():
     minpy_jit.reset_stats()
     yield
     minpy_jit.config(**saved)  # config() round-trips: it returns exactly the options it accepts
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
 
 
 def run_threads(*targets):

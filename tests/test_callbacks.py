@@ -41,7 +41,7 @@ def _clean_state():
     minpy_jit.config(recompile_limit=10 ** 9)
     yield
     minpy_jit.config(recompile_limit=old)
-    assert minpy_jit._core.pending() == 0 and not intercept.hooks_installed()
+    assert minpy_jit._core.pending() == 0 and not intercept.hooks_active()
 
 
 def callback_fallbacks(st):

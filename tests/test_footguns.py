@@ -26,7 +26,7 @@ THIS = os.path.basename(__file__)
 @pytest.fixture(autouse=True)
 def _isolate(isolated_runtime):
     yield
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
 
 
 # ------------------------------------------------------------------ Python control flow on array values

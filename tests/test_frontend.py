@@ -1,6 +1,9 @@
-"""frontend.py: MXNet's per-op Python helpers swapped for faster equivalents while a scope
-is open. Each test checks the stand-in behaves as MXNet's own, and that leaving the last
-scope puts MXNet's functions back."""
+"""frontend.py: MXNet's per-op Python helpers swapped for faster equivalents while jit() has
+work. Each test checks the stand-in behaves as MXNet's own, and that outside any scope MXNet's
+own functions run."""
+import os
+import sys
+
 import mxnet as mx
 import mxnet.ndarray.register as register
 import pytest
@@ -8,13 +11,14 @@ from mxnet import nd
 from mxnet.ndarray.ndarray import NDArray
 
 import minpy_jit
-from minpy_jit import frontend
+from minpy_jit import frontend, intercept
 from conftest import arr, assert_same, rand, run_both
 
 pytestmark = pytest.mark.usefixtures("isolated_runtime")
 
 
 PROPERTIES = ("context", "dtype", "stype", "_fresh_grad")
+MXNET_DIR = os.path.dirname(mx.__file__)
 
 
 def _helpers():
@@ -22,14 +26,42 @@ def _helpers():
             *(NDArray.__dict__[name] for name in PROPERTIES))
 
 
-def test_stand_ins_are_in_only_inside_a_scope():
-    real = _helpers()
+def _mxnet_python_calls(fn):
+    """Names of the functions in mxnet's own Python files that fn() called."""
+    seen = set()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(MXNET_DIR):
+            seen.add(frame.f_code.co_name)
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_stand_ins_act_only_inside_a_scope():
+    """Installed at the first scope and left in place; outside any scope each one calls
+    MXNet's own function (the argument check, the properties, the op's invoke)."""
     with minpy_jit.jit():
         inside = _helpers()
     assert inside == (frontend.verify_all_legacy_ndarrays, frontend.verify_all_np_ndarrays,
                       *(frontend._FAST[name] for name in PROPERTIES))
-    assert all(a is not b for a, b in zip(inside, real))
-    assert _helpers() == real
+    assert _helpers() == inside and intercept.hooks_installed() and not intercept.hooks_active()
+    x = nd.ones((2, 3))
+    x.attach_grad()
+
+    def use():
+        x.context, x.dtype, x.stype, x._fresh_grad
+        x._fresh_grad = False
+        return nd.relu(x)
+    mxnet_parts = {"_verify_all_legacy_ndarrays", "context", "dtype", "stype", "_fresh_grad", "_imperative_invoke"}
+    outside = _mxnet_python_calls(use)
+    assert mxnet_parts <= outside, outside
+    with minpy_jit.jit():
+        inside = _mxnet_python_calls(use)
+    assert not (mxnet_parts & inside), inside
 
 
 def _error_of(fn):

@@ -29,7 +29,7 @@ THIS = os.path.basename(__file__)
 def _isolate(isolated_runtime):
     _core.fragment_reset_stats()
     yield
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
 
 
 def fstats():
@@ -457,7 +457,7 @@ def test_minpy_jit_0_runs_the_plain_function(monkeypatch):
 
     monkeypatch.setenv("MINPY_JIT", "0")
     both(f, arr(rand(3)))
-    assert fstats()["calls"] == 0 and not intercept.hooks_installed()
+    assert fstats()["calls"] == 0 and not intercept.hooks_active()
 
 
 def test_unsupported_functions_run_under_jit_with_the_reason():

@@ -23,7 +23,7 @@ from conftest import arr, assert_same, rand
 def _isolate(isolated_runtime):
     _core.fragment_reset_stats()
     yield
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
 
 
 def frozen_by_a_trace(fn, *args):

@@ -22,7 +22,7 @@ from conftest import arr, assert_same, rand
 def _isolate(isolated_runtime, mxnet_kernels):  # MXNet's kernels: compared at float32 tolerance
     _core.fragment_reset_stats()
     yield
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
 
 
 def mlp(seed=0):

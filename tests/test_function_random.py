@@ -34,7 +34,7 @@ def _isolate(isolated_runtime, mxnet_kernels):
     # sigmoid differ from MXNet's by an ulp or two; test_fusion.py covers them)
     minpy_jit.config(recompile_limit=8)
     yield
-    assert not intercept.hooks_installed()
+    assert not intercept.hooks_active()
 
 
 class Gen:

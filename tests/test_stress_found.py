@@ -64,7 +64,7 @@ def test_keyboard_interrupt_anywhere_in_a_scope_leaves_it_consistent():
     installed with no scope open. Enter and exit are now one C call each, and the hooks' removal
     runs to completion before the interrupt is raised. Here every check point of a small block
     is interrupted in turn: the arrays read eager's value (before or after the step that was
-    interrupted), no scope is left open, the hooks are out, and the next block equals eager."""
+    interrupted), no scope is left open, the hooks are inactive, and the next block equals eager."""
     rng = np.random.RandomState(0)
     x0 = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
     w0 = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
@@ -94,7 +94,7 @@ def test_keyboard_interrupt_anywhere_in_a_scope_leaves_it_consistent():
         finally:
             sys.setprofile(None)
         assert minpy_jit._core.depth() == 0 and minpy_jit._core.open_scopes() == 0, k
-        assert not intercept.hooks_installed() and minpy_jit._core.pending() == 0, k
+        assert not intercept.hooks_active() and minpy_jit._core.pending() == 0, k
         np.testing.assert_array_equal(x.asnumpy(), x0)
         np.testing.assert_array_equal(w.asnumpy(), w0)
         for got, want in zip(out, (y_want, z_want)):
@@ -106,20 +106,30 @@ def test_keyboard_interrupt_anywhere_in_a_scope_leaves_it_consistent():
 
 
 def test_keyboard_interrupt_while_hooks_go_in_or_out():
-    """tests/stress/interrupt.py: an interrupt inside intercept._patch (first scope opening) or
-    _unpatch (last scope closing) left MXNet half patched. Entering rolls the hooks back and
-    raises; leaving finishes removing them, then raises."""
+    """tests/stress/interrupt.py: an interrupt inside intercept._patch (a scope opening with the
+    hooks out) or _unpatch (intercept.uninstall()) left MXNet half patched. Both are finished
+    first, then the interrupt is raised: entering installs them fully and opens no scope;
+    uninstall() takes them fully out. Either way MXNet's calls pass straight through after."""
     x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
     for name in ("_patch", "_unpatch"):
         def hook(frame, event, arg):
             if event == "call" and frame.f_code.co_name == name:
                 sys.setprofile(None)
                 raise KeyboardInterrupt(name)
+        if name == "_patch":
+            assert intercept.uninstall() and not intercept.hooks_installed()
+        else:
+            with minpy_jit.jit():
+                pass
+            assert intercept.hooks_installed()
         y = None
         sys.setprofile(hook)
         try:
-            with minpy_jit.jit():
-                y = x * 2 + 1
+            if name == "_patch":
+                with minpy_jit.jit():
+                    y = x * 2 + 1
+            else:
+                intercept.uninstall()
         except KeyboardInterrupt as e:
             assert str(e) == name
         else:
@@ -127,12 +137,25 @@ def test_keyboard_interrupt_while_hooks_go_in_or_out():
         finally:
             sys.setprofile(None)
         assert minpy_jit._core.depth() == 0 and minpy_jit._core.open_scopes() == 0
-        assert not intercept.hooks_installed(), name
-        if name == "_unpatch":  # the block itself ran
-            np.testing.assert_array_equal(y.asnumpy(), x.asnumpy() * 2 + 1)
-        else:
-            assert y is None
+        assert not intercept.hooks_active(), name
+        assert intercept.hooks_installed() == (name == "_patch")
+        assert_hooks_all_in_or_all_out()
+        assert y is None
+        np.testing.assert_array_equal((x * 2).asnumpy(), x.asnumpy() * 2)  # eager, through whatever is in
         with minpy_jit.jit():
             z = x - 1
         np.testing.assert_array_equal(z.asnumpy(), x.asnumpy() - 1)
-        assert not intercept.hooks_installed()
+        assert not intercept.hooks_active() and intercept.hooks_installed()
+        assert_hooks_all_in_or_all_out()
+
+
+def assert_hooks_all_in_or_all_out():
+    import mxnet.base
+    import mxnet.ndarray.register as mx_register
+    installed = intercept.hooks_installed()
+    assert mx_register._imperative_invoke is (minpy_jit._core.invoke if installed else intercept._REAL_INVOKE)
+    lib = intercept._PROXY if installed else intercept._REAL_LIB
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("mxnet") and hasattr(mod, "_LIB"):
+            assert mod._LIB is lib, name
+    assert mxnet.base._LIB is lib

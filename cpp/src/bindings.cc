@@ -103,6 +103,7 @@ PyMethodDef set_grad_state_def = {"set_grad_state", reinterpret_cast<PyCFunction
 // `self` is MXNet's own check, called on a bad argument so that the error is MXNet's.
 template <bool kNumpyOp>
 PyObject* verify_arrays(PyObject* mxnet_check, PyObject* const* argv, Py_ssize_t nargs) {
+  if (!hooks_active()) return PyObject_Vectorcall(mxnet_check, argv, nargs, nullptr);
   auto wrong_kind = [](PyObject* a) {
     if (a == Py_None) return false;
     const int is_np = PyObject_IsInstance(a, R->np_ndarray_cls.ptr());

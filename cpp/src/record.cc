@@ -773,6 +773,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 // The interceptor as a METH_FASTCALL builtin: MXNet calls it once per op, so it skips
 // pybind11's overload dispatch.
 PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
+  if (!hooks_active()) return PyObject_Vectorcall(R->orig_invoke.ptr(), argv, static_cast<size_t>(nargs), nullptr);
   try {
     py::tuple args(nargs);
     for (Py_ssize_t i = 0; i < nargs; ++i) {

@@ -165,8 +165,11 @@ void wait_for_foreign_flush(ThreadState& ts);
 // scope.cc: jit() scopes opened and closed by one C call each (an interrupt cannot split them)
 void enter(const std::string& site);  // this thread's scope depth and site stack only
 void exit_scope();                    // ... and the flush at the outermost exit
-void open_scope(const std::string& site);  // enter, with MXNet's hooks installed first
-void close_scope();                        // exit_scope, then the hooks removed after the last scope
+void open_scope(const std::string& site);  // enter, with MXNet's hooks installed first (once)
+void close_scope();                        // exit_scope, and one scope fewer open
+// The stand-ins for MXNet's code act (else they call MXNet's own): a scope open on some
+// thread, recorded work pending, or a launch queued. GIL held.
+bool hooks_active();
 void register_scope_api(py::module_& m);
 
 // record.cc

@@ -1,14 +1,20 @@
-// Opening and closing jit() scopes, so that a KeyboardInterrupt cannot leave one half done.
+// Opening and closing jit() scopes, so that a KeyboardInterrupt cannot leave one half done;
+// and when minpy_jit's stand-ins for MXNet's Python code act.
 //
 // Python raises a signal's exception (Ctrl-C) at the next check point of the thread that
 // runs Python: the first instruction of a Python function, a loop's backward jump, the
-// return of a call. A scope entered and left by Python code (install MXNet's hooks, open
-// the scope; close it, remove the hooks) had such points between its steps: an interrupt
-// there left a scope open for good, or the hooks installed with no scope open. Here
-// `jit.__enter__` and `jit.__exit__` are each one C call, so an interrupt lands before or
-// after them, never inside. The only Python they run is intercept.py's hook installation
-// and removal; both are idempotent and are run to completion, and an interrupt raised
-// inside them is raised again once the state is consistent.
+// return of a call. `jit.__enter__` and `jit.__exit__` are each one C call, so an interrupt
+// lands before or after them, never inside.
+//
+// MXNet's hooks (intercept.py: `_imperative_invoke`, every module's `_LIB`, the stand-ins of
+// frontend/optimizers/kvstore_updates/trainer) go in once, when the first scope opens (again
+// when mxnet modules were imported since, since a new one may hold the raw `_LIB`), and stay.
+// Each stand-in asks hooks_active() first: with no scope open on any thread, nothing recorded
+// and no launch queued, it hands the call to MXNet's own code untouched. (Installing and
+// removing them at every outermost scope cost about 10 us a scope, and every change to the
+// NDArray class throws away the interpreter's specialised attribute lookups for it.)
+// Installing is the only Python run here; it is idempotent, and is run to completion if an
+// interrupt stops it, which is raised again once the state is consistent.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -61,6 +67,8 @@ struct Hooks {
   std::string contextlib_file;  // a jit() used as a decorator is entered from contextlib
   std::mutex mu;                // serialises installing and removing (and the count) over threads
   int open = 0;                 // scopes open on all threads
+  bool installed = false;
+  Py_ssize_t modules_seen = -1;  // len(sys.modules) when they were last installed
 };
 Hooks* H = new Hooks();  // lives for the process, like R
 
@@ -83,16 +91,40 @@ struct SavedError {
 
 // Calls fn until it completes (it is idempotent); keeps the first error it raised (an
 // interrupt that arrived meanwhile) for the caller to raise. Gives up after a few tries.
-void run_to_completion(const py::object& fn, SavedError* first) {
+bool run_to_completion(const py::object& fn, SavedError* first) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     PyObject* r = PyObject_CallNoArgs(fn.ptr());
     if (r) {
       Py_DECREF(r);
-      return;
+      return true;
     }
     if (!first->set()) first->fetch();
     else PyErr_Clear();
   }
+  return false;
+}
+
+Py_ssize_t modules_count() {
+  PyObject* modules = PyImport_GetModuleDict();  // borrowed
+  return modules && PyDict_Check(modules) ? PyDict_GET_SIZE(modules) : -2;
+}
+
+// Installs the hooks if they are not in, or mxnet modules may have been imported since (H->mu
+// held). Completed even if interrupted: the stand-ins pass everything to MXNet while no scope
+// is open, so "in, no scope open" is as consistent a state as "out". An error it cannot get
+// past (not an interrupt: it keeps failing) takes them out again; either way it is raised.
+void ensure_installed() {
+  const Py_ssize_t seen = modules_count();
+  if (H->installed && seen == H->modules_seen) return;
+  SavedError err;
+  if (run_to_completion(H->install, &err)) {
+    H->installed = true;
+    H->modules_seen = seen;
+  } else if (H->open == 0) {
+    SavedError ignored;
+    if (run_to_completion(H->remove, &ignored)) H->installed = false;
+  }
+  if (err.set()) err.raise();
 }
 
 // H->mu, waited for without the GIL (the holder may be running Python).
@@ -219,8 +251,7 @@ PyObject* scope_exit(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
 PyMethodDef scope_enter_def = {"__enter__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_enter)),
                                METH_FASTCALL, "Opens a jit() scope (one C call: an interrupt cannot split it)."};
 PyMethodDef scope_exit_def = {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_exit)),
-                              METH_FASTCALL, "Closes a jit() scope: runs what it recorded, then removes MXNet's "
-                                             "hooks if it was the last one open."};
+                              METH_FASTCALL, "Closes a jit() scope: runs what it recorded."};
 
 // A C function as a method of a Python class (bound to the instance like a def).
 py::object as_method(PyMethodDef* def) {
@@ -230,19 +261,12 @@ py::object as_method(PyMethodDef* def) {
 
 }  // namespace
 
+bool hooks_active() { return H->open > 0 || R->pending > 0 || launches_in_flight() > 0; }
+
 void open_scope(const std::string& site) {
   {
     HooksLock lock;
-    if (H->open == 0) {  // (as good as free when they are in: pending work can keep them)
-      PyObject* r = PyObject_CallNoArgs(H->install.ptr());
-      if (!r) {  // interrupted (or failed) half way: take back what it did, then raise
-        SavedError err, ignored;
-        err.fetch();
-        run_to_completion(H->remove, &ignored);
-        err.raise();
-      }
-      Py_DECREF(r);
-    }
+    ensure_installed();
     ++H->open;
   }
   enter(site);
@@ -255,14 +279,24 @@ void close_scope() {
   } catch (...) {
     flush_error = std::current_exception();
   }
-  SavedError interrupt;
   {
     HooksLock lock;
     if (H->open > 0) --H->open;
-    if (H->open == 0 && R->pending == 0 && !launches_in_flight()) run_to_completion(H->remove, &interrupt);
   }
   if (flush_error) std::rethrow_exception(flush_error);
-  if (interrupt.set()) interrupt.raise();
+}
+
+// MXNet's own Python code back in place; false (nothing done) while hooks_active().
+bool uninstall_hooks() {
+  HooksLock lock;
+  if (hooks_active()) return false;
+  if (H->installed) {
+    SavedError err;
+    if (run_to_completion(H->remove, &err)) H->installed = false;
+    H->modules_seen = -1;
+    if (err.set()) err.raise();
+  }
+  return true;
 }
 
 void register_scope_api(py::module_& m) {
@@ -274,9 +308,14 @@ void register_scope_api(py::module_& m) {
   m.add_object("scope_enter", as_method(&scope_enter_def));
   m.add_object("scope_exit", as_method(&scope_exit_def));
   m.def("open_scope", &open_scope, "Installs the hooks if needed and opens a scope on this thread.");
-  m.def("close_scope", &close_scope, "Runs what this thread's scope recorded and closes it; the last "
-                                     "scope closed removes the hooks.");
+  m.def("close_scope", &close_scope, "Runs what this thread's scope recorded and closes it.");
   m.def("open_scopes", []() { return H->open; }, "Scopes open on all threads.");
+  m.def("hooks_active", &hooks_active, "Whether the stand-ins for MXNet's code act: a scope open on some "
+                                       "thread, work recorded or a launch queued. Otherwise they call MXNet's own.");
+  m.def("hooks_installed", []() { return H->installed; }, "Whether the stand-ins are in place (from the first "
+                                                           "scope on).");
+  m.def("uninstall_hooks", &uninstall_hooks, "Puts MXNet's own Python code back (the next scope installs the "
+                                             "hooks again); false, doing nothing, while hooks_active().");
 }
 
 }  // namespace minpy
