@@ -6,6 +6,8 @@ plain attribute of it and of the blocks below it, hooks, hybridization, each par
 arrays); call counters (RecurrentCell._counter) are stepped by each replay as the call
 would have.
 """
+import contextlib
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -146,6 +148,49 @@ def test_training_step_with_backward_and_trainer():
         for p1, p2 in zip(net1.collect_params().values(), net2.collect_params().values()):
             assert_same(p2.data(), p1.data(), rtol=1e-5)
     assert tr1.optimizer.num_update == tr2.optimizer.num_update
+
+
+@pytest.mark.parametrize("sgd", [dict(learning_rate=0.1), dict(learning_rate=0.1, momentum=0.9, wd=0.01)])
+def test_training_step_runs_as_one_graph_as_under_jit(sgd):
+    """The replayed Trainer.step joins the graph backward() left open (Config::whole_step), as
+    the update does when the step runs under jit(): forward, backward and update are one graph
+    per step, not two; weights, loss, gradients and optimizer state equal eager's bit for bit."""
+    def whole_step(net, trainer, x, y):  # train_step's body, at a site (recompile counts) of its own
+        with autograd.record():
+            loss = loss_fn(net(x), y).mean()
+        loss.backward()
+        trainer.step(1)
+        return loss
+
+    nets = {m: mlp_with_trainer(7, **sgd) for m in ("eager", "function", "jit")}
+    x, y = arr(rand(6, 8, seed=8)), arr(np.arange(6, dtype=np.float32) % 4)
+    fstep = minpy_jit.function(whole_step)
+
+    def run(mode):
+        net, trainer = nets[mode]
+        if mode == "function":
+            return fstep(net, trainer, x, y)
+        with minpy_jit.jit() if mode == "jit" else contextlib.nullcontext():
+            return whole_step(net, trainer, x, y)
+
+    for step in range(5):
+        minpy_jit.reset_stats()
+        losses = {m: run(m) for m in ("function", "jit")}
+        st = minpy_jit.stats()
+        losses["eager"] = run("eager")
+        if step >= 2:  # captured and compiled: the function's step is one launch, as jit()'s
+            assert st["executions"] == 2 and st["flushes"] == {"scope exit": 2}, (st, fstep.messages)
+        for m in ("function", "jit"):
+            assert_same(losses["eager"], losses[m], rtol=0.0, atol=0.0)
+            for pe, pm in zip(nets["eager"][0].collect_params().values(), nets[m][0].collect_params().values()):
+                assert_same(pe.data(), pm.data(), rtol=0.0, atol=0.0)
+                assert_same(pe.grad(), pm.grad(), rtol=0.0, atol=0.0)
+                assert pe.data()._fresh_grad == pm.data()._fresh_grad
+            states = [nets[k][1]._updaters[0].states for k in ("eager", m)]
+            assert sorted(states[0]) == sorted(states[1])
+            for k in states[0]:
+                assert_same(states[0][k], states[1][k], rtol=0.0, atol=0.0)
+    assert fstep.fragments[-1].info()["hits"] >= 3 and not fstep.breaks, fstep.messages
 
 
 def test_dropout_in_train_mode_draws_as_eager():

@@ -661,10 +661,21 @@ NDArrayHandle copy_constant(NDArrayHandle src, const AVal& a) {
 }
 
 // The stored nodes appended to the thread's open trace, as one unit.
+// Whether the variant's nodes may join a trace left open by backward() (Config::whole_step), as
+// record.cc lets an op recorded after it join: not recorded, same shape semantics, and each
+// node's result independent of the training flag where the flags differ (the optimizer update
+// after `with autograd.record():` of W3's step runs in predict mode, its forward in train mode).
+bool follows_backward(const Trace& t, const Variant& v) {
+  if (t.backward < 0 || v.recording || t.np_shape != v.np_shape) return false;
+  if (t.training == v.training) return true;
+  return std::all_of(v.trace.nodes.begin(), v.trace.nodes.end(),
+                     [](const Node& n) { return n.op->mode_independent; });
+}
+
 PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
   Trace& t = ts.trace;
-  if (!t.empty() && (t.backward >= 0 || t.recording != v.recording || t.training != v.training ||
-                     t.np_shape != v.np_shape))  // a trace left open by backward(): see record.cc
+  if (!t.empty() && !follows_backward(t, v) &&
+      (t.backward >= 0 || t.recording != v.recording || t.training != v.training || t.np_shape != v.np_shape))
     flush_thread(ts, "autograd state changed", user_site());
   if (t.empty()) t.start(v.recording, v.training, v.np_shape);
   std::vector<PyObject*> fresh(v.num_new, nullptr);
@@ -680,7 +691,7 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
       if (val.node >= 0) continue;
       if (v.ext_leaf[i] >= 0) {
         NDArrayHandle h = w.handles[v.ext_leaf[i]];
-        auto it = t.slots.find(h);
+        auto it = t.slots.find(t.canonical(h));  // a gradient a pending backward node writes: its value
         if (it != t.slots.end()) {
           map[i] = it->second.value;
         } else {
@@ -722,7 +733,7 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
       if (o.leaf == -2) continue;  // effectful node: the flush keeps it
       const int value = map[o.value];
       if (o.leaf >= 0) {
-        NDArrayHandle h = w.handles[o.leaf];
+        NDArrayHandle h = t.canonical(w.handles[o.leaf]);  // as record.cc's write_into
         const Value& val = t.values[value];
         Node& producer = t.nodes[val.node];  // eager replay writes where eager MXNet writes
         producer.targets.resize(producer.out.size(), nullptr);
