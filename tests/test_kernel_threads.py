@@ -150,3 +150,46 @@ def test_thread_limit_follows_mxnet_settings(env, most):
     assert got["fused"] >= 2, got  # the chain and the update ran in our kernels
     assert got["max_threads"] == most, got
     assert (got["parallel_calls"] > 0) == (most > 1), got
+
+
+STRESS = textwrap.dedent("""
+    import json, threading
+    import numpy as np
+    import mxnet as mx
+    from mxnet import nd
+    import minpy_jit
+    prog = "ld 0;ld 1;mul 0 1;add 2 0"
+    bad = []
+    def worker(seed):
+        rs = np.random.RandomState(seed)
+        for it in range(40):
+            n = int(rs.choice([1, 7, 513, 4096, 65537, 300001]))
+            a = nd.array(rs.uniform(-2, 2, n).astype(np.float32))
+            b = nd.array(rs.uniform(-2, 2, n).astype(np.float32))
+            got = nd._internal._minpy_fused_elemwise(a, b, num_inputs=2, num_outputs=1, out_shape="(%d,)" % n,
+                                                     access="0,%d,1;0,%d,1" % (n, n), program=prog, outputs="3")
+            want = a * b + a
+            if not (got.asnumpy().view(np.uint32) == want.asnumpy().view(np.uint32)).all():
+                bad.append((seed, it, n))
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps(dict(minpy_jit.kernel_threads(), bad=bad)))
+""")
+
+
+def test_concurrent_calls_share_the_helpers():
+    """Two engine workers running our kernels at once (MXNET_CPU_WORKER_NTHREADS=2), from four
+    Python threads, every call offered to the helpers (threshold scale 0): a call that finds the
+    helpers busy runs alone; every result equals MXNet's ops, and the process ends."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS",)}
+    env.update(MXNET_CPU_WORKER_NTHREADS="2", MINPY_KERNELS_THRESHOLD_SCALE="0", MXNET_OMP_MAX_THREADS="2")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(minpy_jit.__file__)))]
+                                        + [p for p in sys.path if p])
+    out = subprocess.run([sys.executable, "-c", STRESS], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["bad"] == [], got
+    assert got["max_threads"] == 2 and got["parallel_calls"] > 0, got
