@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -79,7 +80,11 @@ class Pool {
  private:
   void start_helpers(int count) {  // under mu_
     while (static_cast<int>(helpers_) < count) {
-      std::thread([this] { helper(); }).detach();
+      try {
+        std::thread([this] { helper(); }).detach();
+      } catch (const std::system_error&) {
+        return;  // no more threads to be had: the call runs with the helpers there are
+      }
       ++helpers_;
     }
   }
