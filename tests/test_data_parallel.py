@@ -181,14 +181,15 @@ def test_two_contexts_no_recompiles_after_step_two():
 
 
 def test_each_graph_runs_on_one_context():
-    """A trace never spans contexts: an op on another context ends it (flush cause
-    'context switch'), so every compiled graph's arrays share one device."""
+    """A trace never spans contexts: an op on another context continues that context's own
+    trace (counted in context_switches), so every compiled graph's arrays share one device,
+    and both traces run at the scope's exit."""
     a = [nd.ones((4, 4), ctx=c) for c in CTX]
     minpy_jit.reset_stats()
     with minpy_jit.jit():
         out = [(x * 2 + 1).relu() for x in a]  # context 0's ops, then context 1's
     st = minpy_jit.stats()
-    assert st["flushes"].get("context switch") == 1, st
+    assert st["flushes"] == {"scope exit": 1} and st["context_switches"] == 1, st
     assert st["executions"] == 2 and st["eager_replays"] == 0, st
     for o, c in zip(out, CTX):
         assert o.context == c
@@ -196,7 +197,7 @@ def test_each_graph_runs_on_one_context():
 
 
 def test_interleaved_contexts_stay_exact():
-    """Ops alternating between contexts cost a flush per switch, never a wrong value."""
+    """Ops alternating between contexts switch between the contexts' traces, never a wrong value."""
     def run(use_jit):
         a = [nd.array(np.arange(16, dtype=np.float32).reshape(4, 4), ctx=c) for c in CTX]
         with J(use_jit):
@@ -204,7 +205,75 @@ def test_interleaved_contexts_stay_exact():
                 for i in range(2):
                     a[i] = a[i] * 0.5 + a[i].sum()
         return a
-    _check(run)
+    st = _check(run)
+    assert st["context_switches"] == 5 and st["executions"] == 2, st
+
+
+def test_each_contexts_forward_runs_with_its_backward():
+    """The forward of every context is still pending when its loss's backward() comes (the
+    other contexts' traces stay open beside it), so each runs with its backward as one graph:
+    no backward by MXNet's autograd, exactly eager's gradients."""
+    def run(use_jit):
+        net = _net(CTX)
+        xs, ys = _data(2)
+        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+        grads = []
+        with J(use_jit):
+            for i in range(2):
+                xc = gluon.utils.split_and_load(xs[i], CTX)
+                yc = gluon.utils.split_and_load(ys[i], CTX)
+                with autograd.record():
+                    losses = [lossfn(net(a), b) for a, b in zip(xc, yc)]
+                for loss in losses:
+                    loss.backward()
+                grads.append([g.asnumpy() for p in net.collect_params().values() for g in p.list_grad()])
+        return grads
+    st = _check(run)
+    assert st["backward_in_graph"] == 4 and st["backward_by_mxnet"] == 0, st
+
+
+def _two_context_programs():
+    """Programs whose ops move between two contexts' open traces and touch the other's arrays."""
+    def reads_other(a, b):  # context 1 reads context 0's pending result through a copy
+        x = a * 3 + 1
+        y = b - 2
+        return [x, y, x.as_in_context(CTX[1]) + y]
+
+    def writes_other(a, b):  # out= on the other context's pending array
+        x = a * 3 + 1
+        y = b - 2
+        nd.elemwise_add(y, y, out=x)
+        return [x, y, x + 1]
+
+    def random_both(a, b):  # each context's generator draws in its own order
+        mx.random.seed(11)
+        u0 = nd.random.uniform(shape=(3, 4), ctx=CTX[0])
+        u1 = nd.random.uniform(shape=(3, 4), ctx=CTX[1])
+        v0 = nd.random.normal(shape=(3, 4), ctx=CTX[0])
+        return [u0 + a, u1 * b, v0]
+
+    def raises_midway(a, b):  # both traces' ops before the error run, as eagerly
+        x = a * 3 + 1
+        y = b - 2
+        try:
+            nd.dot(x, nd.ones((5, 5), ctx=CTX[0]))
+        except mx.MXNetError:
+            pass
+        return [x, y, y * x.as_in_context(CTX[1])]
+
+    return [reads_other, writes_other, random_both, raises_midway]
+
+
+@pytest.mark.parametrize("program", _two_context_programs(), ids=lambda f: f.__name__)
+def test_open_traces_of_two_contexts_equal_eager(program):
+    def run(use_jit):
+        rs = np.random.RandomState(4)
+        a = nd.array(rs.randn(3, 4).astype(np.float32), ctx=CTX[0])
+        b = nd.array(rs.randn(3, 4).astype(np.float32), ctx=CTX[1])
+        with J(use_jit):
+            out = program(a, b)
+        return out + [a, b]
+    differential(run, exact=True)
 
 
 def test_row_sparse_gradients_on_two_contexts():

@@ -262,7 +262,7 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
   }
   const uint64_t position = t.nodes.back().position;
   const uint64_t executions = R->stats.executions, replays = R->stats.eager_replays;
-  flush_thread(ts, "backward", user_site());
+  flush_current(ts, "backward", user_site());
   if (R->stats.executions == executions + 1 && R->stats.eager_replays == replays) {  // built and ran
     if (R->backward_built.size() > (1u << 12)) R->backward_built.clear();  // bounded: new shapes at every step
     R->backward_built.insert(position);

@@ -150,6 +150,7 @@ py::dict stats_dict() {
   d["executions"] = s.executions;
   d["eager_replays"] = s.eager_replays;
   d["background_launches"] = s.background_launches;
+  d["context_switches"] = s.context_switches;
   d["independent_parts"] = s.independent_parts;
   size_t pooled = 0;
   for (const auto& kv : R->pool.buckets) pooled += kv.second.arrays.size();

@@ -69,14 +69,18 @@ void flush_holders(const std::vector<NDArrayHandle>& handles, const std::string&
       states = R->threads;
     }
     std::string where;
+    auto holds = [&](const Trace& t) {
+      for (NDArrayHandle h : handles)
+        if (t.slots.count(t.canonical(h))) return true;
+      return false;
+    };
     for (ThreadState* ts : states) {
-      if (ts->trace.empty() || ts->busy || ts->flushing) continue;
-      for (NDArrayHandle h : handles) {
-        if (!ts->trace.slots.count(ts->trace.canonical(h))) continue;
-        if (where.empty()) where = user_site();
-        flush_thread(*ts, cause + " (" + kInCallback + ")", where, eager);
-        break;
-      }
+      if (!ts->has_pending() || ts->busy || ts->flushing) continue;
+      bool held = holds(ts->trace);
+      for (const Trace& p : ts->parked) held = held || holds(p);
+      if (!held) continue;
+      if (where.empty()) where = user_site();
+      flush_thread(*ts, cause + " (" + kInCallback + ")", where, eager);
     }
   }
   drain_launches();  // queued launches may write these arrays (a no-op on the launcher thread)
@@ -128,6 +132,10 @@ bool backward_in_our_graph(ThreadState& ts, PyObject* const* argv, Py_ssize_t na
   if (!handle_array_arg(argv[1], n, &heads) || !handle_array_arg(argv[2], n, &head_grads)) return false;
   for (NDArrayHandle h : heads)
     if (!h) return false;
+  // The heads' context's trace (record.cc: one open trace per context) is the one to run with
+  // its backward; the other contexts' stay pending.
+  for (Trace& p : ts.parked)
+    if (!ts.trace.slots.count(ts.trace.canonical(heads[0])) && p.slots.count(p.canonical(heads[0]))) std::swap(ts.trace, p);
   return backward_in_graph(ts, heads, head_grads, retain != 0, train != 0);
 }
 

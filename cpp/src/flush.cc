@@ -519,7 +519,12 @@ std::vector<char> zero_gradient_parts(const ThreadState& ts, const Trace& t, con
   return op_by_op;
 }
 
-void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+namespace {
+
+// Runs the current trace; `counted`: the flush is in stats()['flushes'] already (one flush
+// runs every context's trace, counted once).
+void run_current(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager,
+                 bool counted) {
   Trace& t = ts.trace;
   if (ts.flushing) {  // already under way: on this thread (a nested call) or another one
     wait_for_foreign_flush(ts);
@@ -531,7 +536,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     return;
   }
   FlushingGuard guard(ts);
-  ++R->stats.flushes[cause];
+  if (!counted) ++R->stats.flushes[cause];
   struct Release {  // whatever happens below, the trace is released
     Trace& t;
     ~Release() { release_trace(t); }
@@ -587,6 +592,41 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
   }
 }
 
+}  // namespace
+
+void flush_current(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  run_current(ts, cause, where, force_eager, false);
+}
+
+void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  if (ts.flushing) {  // already under way: on this thread (a nested call) or another one
+    wait_for_foreign_flush(ts);
+    return;
+  }
+  if (ts.parked.empty()) return run_current(ts, cause, where, force_eager, false);
+  ++R->stats.flushes[cause];
+  // Other contexts' traces first (they were opened before the current one); each runs even
+  // if one before it fails to, as a single trace's ops would all have been recorded to run.
+  std::exception_ptr first_error;
+  while (!ts.parked.empty()) {
+    Trace current = std::move(ts.trace);
+    ts.trace = std::move(ts.parked.front());
+    ts.parked.erase(ts.parked.begin());
+    try {
+      run_current(ts, cause, where, force_eager, true);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+    ts.trace = std::move(current);
+  }
+  try {
+    run_current(ts, cause, where, force_eager, true);
+  } catch (...) {
+    if (!first_error) first_error = std::current_exception();
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
 void flush_all(const std::string& cause, bool force_eager) {
   if (R->pending == 0) {
     drain_launches();  // nothing recorded, but segments may still be on their way to MXNet
@@ -602,7 +642,7 @@ void flush_all(const std::string& cause, bool force_eager) {
     others = R->threads;
   }
   for (ThreadState* ts : others)
-    if (ts != &mine && !ts->trace.empty() && !ts->busy)
+    if (ts != &mine && ts->has_pending() && !ts->busy)
       flush_thread(*ts, cause + " (from another thread)", where, force_eager);
 }
 

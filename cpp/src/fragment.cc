@@ -674,6 +674,9 @@ bool follows_backward(const Trace& t, const Variant& v) {
 
 PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
   Trace& t = ts.trace;
+  // Other contexts' open traces (record.cc) run first: a fragment's arrays are looked up in
+  // the current trace only.
+  if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
   if (!t.empty() && !follows_backward(t, v) &&
       (t.backward >= 0 || t.recording != v.recording || t.training != v.training || t.np_shape != v.np_shape))
     flush_thread(ts, "autograd state changed", user_site());
@@ -809,7 +812,7 @@ PyObject* fragment_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
       }
       if (ts.depth > 0 && ts.site && ts.site->eager) return call_python(*F, Pending::kPlain, args, nargs);
       PyObject* out = nullptr;
-      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && ts.trace.empty());
+      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && !ts.has_pending());
       if (!direct) {
         out = replay_append(ts, *v, w);
         ++F->appended;
@@ -1302,6 +1305,8 @@ void register_fragment_api(py::module_& m) {
     // A trace left open by backward() (backward.cc) runs first: a fragment's ops are captured
     // under one autograd state, from a trace that holds no backward node.
     if (ts.trace.backward >= 0) flush_thread(ts, "backward", user_site());
+    // ... and from the thread's only open trace (record.cc keeps one per context).
+    if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
     Capture c;
     c.F = F;
     c.n0 = ts.trace.nodes.size();

@@ -374,31 +374,118 @@ void mark_in_graph(Trace& t, PyObject* ndargs, PyObject* out) {
 py::object record_call(ThreadState& ts, const py::args& args);
 
 
-// One trace, one context: a CachedOp runs every node of its graph on the device of its
-// inputs, so an op on another context than the trace's ends the trace first. Data-parallel
-// code records one context's forward (or update), then the next: each becomes its own graph,
-// and MXNet runs one while Python records the next. (Recorded ops never mix contexts: an op
-// whose inputs do, or a copy between contexts, runs eagerly.)
-bool on_another_context(const Trace& t, PyObject* ndargs, Py_ssize_t nin, const std::vector<Attr>& attrs) {
-  if (t.nodes.empty() || t.nodes.back().out.empty()) return false;
-  const AVal& now = t.values[t.nodes.back().out[0]].aval;
-  int dev_type = 1, dev_id = 0;
+// One graph, one context: a CachedOp runs every node of its graph on the device of its inputs.
+// A thread keeps one open trace per context (ThreadState::parked): an op on another context
+// than the current trace's continues that context's trace, or opens one, and the other traces
+// stay pending. Data-parallel code records each context's forward in turn, then calls each
+// loss's backward(): every context's forward is still pending when its backward comes, so each
+// runs with its backward as one graph (backward.cc), and a flush runs them all. Recorded ops
+// never mix contexts: an op whose inputs do, or a copy between contexts, runs eagerly.
+
+std::string str_of(PyObject* v);  // below: an attribute value as MXNet's Python wrapper writes it
+
+// The context an op runs on: its first input's, or its `ctx` attribute's (cpu(0) if none).
+void op_context(const Trace& t, PyObject* ndargs, PyObject* keys, PyObject* vals, int* dev_type, int* dev_id) {
+  *dev_type = 1, *dev_id = 0;
+  Py_ssize_t nin = PySequence_Size(ndargs);
   if (nin > 0) {
-    PyObject* arr = PyList_Check(ndargs) ? PyList_GET_ITEM(ndargs, 0) : nullptr;
-    py::object hold;
-    if (!arr) {
-      hold = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, 0));
-      if (!hold) throw py::error_already_set();
-      arr = hold.ptr();
-    }
-    NDArrayHandle h = handle_of(arr);
+    py::object arr = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, 0));
+    if (!arr) throw py::error_already_set();
+    NDArrayHandle h = handle_of(arr.ptr());
     auto it = t.slots.find(h);
-    AVal a = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
-    dev_type = a.dev_type, dev_id = a.dev_id;
-  } else {
-    parse_ctx_attr(attrs, &dev_type, &dev_id);
+    if (it != t.slots.end()) {
+      const AVal& a = t.values[it->second.value].aval;
+      *dev_type = a.dev_type, *dev_id = a.dev_id;
+    } else if (MXNDArrayGetContext(h, dev_type, dev_id) != 0) {  // a lazy array knows its context too
+      throw MXError(MXGetLastError());
+    }
+    return;
   }
-  return dev_type != now.dev_type || dev_id != now.dev_id;
+  std::vector<Attr> ctx;
+  for (Py_ssize_t i = 0, n = PySequence_Size(keys); i < n; ++i) {
+    py::object k = py::reinterpret_steal<py::object>(PySequence_GetItem(keys, i));
+    if (!k) throw py::error_already_set();
+    if (PyUnicode_Check(k.ptr()) && PyUnicode_CompareWithASCIIString(k.ptr(), "ctx") == 0) {
+      py::object v = py::reinterpret_steal<py::object>(PySequence_GetItem(vals, i));
+      if (!v) throw py::error_already_set();
+      ctx.push_back({"ctx", str_of(v.ptr())});
+    }
+  }
+  parse_ctx_attr(ctx, dev_type, dev_id);
+}
+
+// The context of a non-empty trace's ops (that of its last result).
+bool trace_context(const Trace& t, int* dev_type, int* dev_id) {
+  if (t.nodes.empty() || t.nodes.back().out.empty()) return false;
+  const AVal& a = t.values[t.nodes.back().out[0]].aval;
+  *dev_type = a.dev_type, *dev_id = a.dev_id;
+  return true;
+}
+
+// Whether any of these arrays is pending in a parked trace: then no trace may read or write it
+// but its own, and everything runs first.
+bool touches_parked(const ThreadState& ts, PyObject* ndargs, PyObject* out) {
+  std::vector<PyObject*> arrays = out_arrays(out);
+  for (Py_ssize_t i = 0, n = PySequence_Size(ndargs); i < n; ++i) {
+    PyObject* a = PySequence_GetItem(ndargs, i);
+    if (!a) throw py::error_already_set();
+    arrays.push_back(a);
+    Py_DECREF(a);  // still referenced by `ndargs`
+  }
+  for (PyObject* a : arrays) {
+    if (!PyObject_HasAttrString(a, "handle")) continue;
+    NDArrayHandle h = handle_of(a);
+    for (const Trace& p : ts.parked)
+      if (p.slots.count(p.canonical(h))) return true;
+  }
+  return false;
+}
+
+// Makes the trace of the op's context current (parking the current one), or flushes the
+// thread's traces where they may not stay apart.
+void enter_context_trace(ThreadState& ts, PyObject* ndargs, PyObject* keys, PyObject* vals, PyObject* out,
+                         bool effectful) {
+  int dev_type = 1, dev_id = 0, now_type = 0, now_id = 0;
+  op_context(ts.trace, ndargs, keys, vals, &dev_type, &dev_id);
+  const bool open = trace_context(ts.trace, &now_type, &now_id);
+  // Pinned and shared host memory: an op reading it puts its results on cpu, so its trace would
+  // not be told apart from cpu's (and a kvstore's arrays live there): one trace, flushed.
+  // A @function capture records into one trace.
+  const bool parks = ts.capturing == 0 && (dev_type == kCPU || dev_type == kGPU) &&
+                     (!open || now_type == kCPU || now_type == kGPU);
+  if (!parks) {
+    if (open && (dev_type != now_type || dev_id != now_id)) flush_thread(ts, "context switch", user_site());
+    else if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
+    return;
+  }
+  if (!open || dev_type != now_type || dev_id != now_id) {
+    auto it = std::find_if(ts.parked.begin(), ts.parked.end(), [&](const Trace& p) {
+      int pt = 0, pi = 0;
+      return trace_context(p, &pt, &pi) && pt == dev_type && pi == dev_id;
+    });
+    if (it != ts.parked.end()) {
+      if (open) {
+        std::swap(ts.trace, *it);
+      } else {
+        ts.trace = std::move(*it);
+        ts.parked.erase(it);
+      }
+      ++R->stats.context_switches;
+    } else if (open) {
+      ts.parked.push_back(std::move(ts.trace));
+      ts.trace = Trace();
+      ++R->stats.context_switches;
+    }
+  }
+  if (ts.parked.empty()) return;
+  // An array pending in another context's trace is read or written only by that trace; and
+  // random draws keep program order across contexts (MXNet's CPU contexts share one generator),
+  // so at most one trace holds ops with effects, and the order traces run in never matters.
+  auto has_effects = [](const Trace& p) {
+    return std::any_of(p.nodes.begin(), p.nodes.end(), [](const Node& n) { return n.op->effectful; });
+  };
+  if (touches_parked(ts, ndargs, out) || (effectful && std::any_of(ts.parked.begin(), ts.parked.end(), has_effects)))
+    flush_thread(ts, "context switch", user_site());
 }
 
 // Runs the call through MXNet's own imperative path (after flushing), counted by op and reason.
@@ -491,6 +578,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   MXAutogradIsRecording(&rec);
   MXAutogradIsTraining(&train);
   bool np_shape = np_shape_mode();
+  if (ts.has_pending()) enter_context_trace(ts, ndargs, keys, vals, out, op.effectful);
   Trace& t = ts.trace;
   bool graph_op = rec;  // joins the autograd graph: the segment runs as a recorded graph
   if (rec && autograd_peek_works()) {
@@ -548,11 +636,6 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   if (op.no_symbolic_form && !op.update) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
   // Under NaiveEngine a failing op raises where it is called: so it must run there.
   if (op.can_fail && errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
-
-  if (on_another_context(t, ndargs, nin, attrs)) {
-    flush_thread(ts, "context switch", user_site());
-    return record_call(ts, args);
-  }
 
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
   // (cast_storage's `stype`, dot's `forward_stype` ask for it on dense inputs.)

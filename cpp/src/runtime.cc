@@ -15,7 +15,7 @@ struct ThreadSlot {
     if (!st || !R) return;
     std::lock_guard<std::mutex> lock(R->threads_mu);
     R->threads.erase(std::remove(R->threads.begin(), R->threads.end(), st), R->threads.end());
-    if (st->trace.empty()) R->spare_states.push_back(st);
+    if (!st->has_pending()) R->spare_states.push_back(st);
   }
 };
 thread_local ThreadSlot tls;

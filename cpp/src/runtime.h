@@ -57,6 +57,11 @@ struct ThreadState {
   std::vector<NDArrayHandle> backward_heads;
   bool backward_retains = false;
   Trace trace;
+  // The open traces of other contexts (record.cc: one trace per context, so that a
+  // data-parallel step's per-context forwards stay pending side by side until each one's
+  // backward() or a flush). Never read by an op of another context; flushed with `trace`.
+  std::vector<Trace> parked;
+  bool has_pending() const { return !trace.empty() || !parked.empty(); }
 };
 
 struct Site {
@@ -156,7 +161,10 @@ PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out);
 std::string first_line(const std::string& s);
 std::string user_site();
 void log_line(const std::string& s);
+// Runs the thread's pending work: every context's trace (ThreadState::parked, then `trace`).
 void flush_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
+// Runs the current trace only (backward.cc: the heads' context), leaving other contexts' pending.
+void flush_current(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
 void flush_all(const std::string& cause, bool force_eager = false);
 // Another thread is flushing this trace: waits (without the GIL) until it has handed the
 // trace's work to MXNet, so that what this thread does next comes after it. No-op otherwise.

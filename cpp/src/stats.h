@@ -21,6 +21,7 @@ struct Stats {
   uint64_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
   uint64_t executions = 0, eager_replays = 0;
   uint64_t background_launches = 0;  // executions handed to MXNet by the launcher thread (launch.h)
+  uint64_t context_switches = 0;  // ops that continued or opened another context's trace (record.cc)
   uint64_t independent_parts = 0;  // graphs run for recorded segments split into independent parts (parts.h)
   double compile_ms = 0;
   uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels run, and the recorded ops they stood for

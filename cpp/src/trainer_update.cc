@@ -622,6 +622,8 @@ bool trainer_update(PyObject* trainer, bool ignore_stale) {
   bool rec = false;
   MXAutogradIsRecording(&rec);
   if (rec) return python("under autograd.record()");
+  // The update reads its arrays from the current trace only: other contexts' traces run first.
+  if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
   TrainerStep step(ts, trainer, ignore_stale);
   try {
     step.run();
