@@ -356,3 +356,13 @@ def test_pushed_gradients_are_the_parameters_own_gradient_arrays(monkeypatch):
             _step(net, trainer, lossfn, xs[0], ys[0])
     assert len(pushed) == 2 * len(own) and set(pushed) == own
     assert minpy_jit.stats()["executions"] > 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_two_context_programs(seed):
+    """tests/stress/context_fuzz.py's programs (ops moving between the two contexts' open traces,
+    copies, writes across, random draws, per-context backward() in either order): eager's bits."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "stress"))
+    import context_fuzz
+    assert context_fuzz.difference(seed) is None
