@@ -451,7 +451,78 @@ MXReturnValue create_state(const AttrMap& attrs, const MXContext&, const std::ve
   }
 }
 
+// The runtime's direct launch (cpp/src/update_launch.cc): the update of a Trainer step run
+// without MXNet's operator machinery, from one engine operation the runtime pushes itself.
+// A plan is the op's shared attributes parsed once (as create_state parses them); a run
+// gives the arrays' data pointers and each weight's learning rate and weight decay as
+// floats, and does what Forward does with weights_in_place=1 (the same update_all).
+const OpDef* const kDefs[] = {&kSgdDef, &kSgdMomDef, &kNagDef, &kAdamDef, &kRmspropDef, &kRmspropAlexDef,
+                              &kAdagradDef, &kMpSgdDef, &kMpSgdMomDef, &kMpNagDef};
+
+void* create_plan(const char* op, int num_attrs, const char* const* keys, const char* const* vals) {
+  for (const OpDef* d : kDefs) {
+    if (std::string(op) != d->name) continue;
+    AttrMap attrs;
+    for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
+    attrs["num_weights"] = "1";  // per run; the rates and decays come with each run
+    attrs["lr_inputs"] = "1";
+    attrs["wds"] = "(0,)";
+    attrs["weights_in_place"] = "1";
+    return new Params(parse_params(*d, attrs));
+  }
+  return nullptr;
+}
+
+void run_plan(const Params& plan, int num_weights, void* const* arrays, const int64_t* sizes, const float* lrs,
+              const float* wds) {
+  Params p = plan;
+  p.num_weights = num_weights;
+  const int stride = p.def->stride;
+  std::vector<TensorArgs> args(num_weights);
+  for (int k = 0; k < num_weights; ++k) {
+    TensorArgs& a = args[k];
+    void* const* t = arrays + static_cast<size_t>(stride) * k;
+    a.s[0] = a.s[1] = a.s[2] = nullptr;
+    a.w32 = nullptr;
+    for (int j = 2; j < stride; ++j) {
+      if (p.def->mp && j == stride - 1) a.w32 = static_cast<float*>(t[j]);
+      else a.s[j - 2] = static_cast<float*>(t[j]);
+    }
+    a.out = a.w = t[0];
+    a.g = t[1];
+    a.n = sizes[k];
+    a.lr = lrs[k];
+    a.wd = wds[k];
+  }
+  update_all(p, args.data());
+}
+
 }  // namespace
+
+extern "C" {
+// A plan for op `op` (one of the _minpy_multi_* names above) with these shared attributes;
+// null if the op is unknown or an attribute does not parse. Freed by minpy_update_plan_free.
+__attribute__((visibility("default"))) void* minpy_update_plan_create(const char* op, int num_attrs,
+                                                                       const char* const* keys,
+                                                                       const char* const* vals) {
+  try {
+    return create_plan(op, num_attrs, keys, vals);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+__attribute__((visibility("default"))) void minpy_update_plan_free(void* plan) { delete static_cast<Params*>(plan); }
+
+// One update of `num_weights` weights in place: `arrays` holds the op's arrays per weight
+// (weight, gradient, states; mixed precision: master copy last), `sizes` each weight's
+// element count. The caller has checked dtypes and sizes (as infer_type and Forward do).
+__attribute__((visibility("default"))) void minpy_update_plan_run(const void* plan, int num_weights,
+                                                                  void* const* arrays, const int64_t* sizes,
+                                                                  const float* lrs, const float* wds) {
+  run_plan(*static_cast<const Params*>(plan), num_weights, arrays, sizes, lrs, wds);
+}
+}
 
 #define MINPY_REGISTER_UPDATE(NAME, DEF)       \
   REGISTER_OP(NAME)                            \

@@ -167,7 +167,7 @@ py::dict stats_dict() {
   d["backward_by_mxnet"] = s.backward_by_mxnet;
   d["backward_pending"] = s.backward_pending;
   d["fused_ops"] = s.fused_ops;
-  d["trainer_updates"] = py::dict(py::arg("batched") = s.trainer_batched,
+  d["trainer_updates"] = py::dict(py::arg("batched") = s.trainer_batched, py::arg("direct") = s.trainer_direct,
                                   py::arg("python") = py::cast(s.trainer_python));
   d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
                           py::arg("arrays_pushed") = s.kvstore.arrays_pushed,

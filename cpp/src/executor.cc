@@ -154,6 +154,12 @@ LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::v
   return a;
 }
 
+ChunkReorder chunk_reorder() {
+  static const ChunkReorder fn =
+      reinterpret_cast<ChunkReorder>(dlsym(RTLD_DEFAULT, "_ZN5mxnet7NDArray5Chunk15Reorder2DefaultEv"));
+  return fn;
+}
+
 namespace {
 
 // MKLDNN's weight layouts and our library ops.
@@ -169,13 +175,6 @@ namespace {
 // turns each back to the default layout in place (Chunk::Reorder2Default, a no-op for an
 // array that is not in MKLDNN's layout). It is resolved from libmxnet.so by name; a build
 // without MKLDNN has none and needs none.
-using ChunkReorder = void (*)(void* chunk);
-
-ChunkReorder chunk_reorder() {
-  static const ChunkReorder fn =
-      reinterpret_cast<ChunkReorder>(dlsym(RTLD_DEFAULT, "_ZN5mxnet7NDArray5Chunk15Reorder2DefaultEv"));
-  return fn;
-}
 
 struct DefaultLayout {
   std::vector<std::shared_ptr<const void>> chunks;  // each array's storage, alive until the op ran

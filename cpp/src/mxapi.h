@@ -38,6 +38,11 @@ bool peek_works();
 const void* chunk_of(NDArrayHandle h);
 std::shared_ptr<const void> chunk_ref(NDArrayHandle h);  // a reference that keeps the chunk alive
 bool chunk_identity_works();
+//   data_of: the address of a dense, allocated array's first element (its chunk's storage
+//   plus its offset), null if the chunk holds fewer than `bytes` from there or is not
+//   allocated yet; the address stays valid while the chunk lives (see update_launch.h).
+void* data_of(NDArrayHandle h, size_t bytes);
+bool data_peek_works();
 //   same_array: two handles of one array (NDArray::IsSame: chunk, offset, shape, dtype).
 bool same_array(NDArrayHandle a, NDArrayHandle b);
 //   in_autograd_graph: whether autograd knows the array (MXNet refuses to overwrite it while
@@ -48,6 +53,11 @@ bool autograd_peek_works();
 //   or an array with recorded history; trusted only when autograd_peek_works().
 enum class AutogradRole { kNone, kVariable, kHistory };
 AutogradRole autograd_role(NDArrayHandle h, int* grad_req);
+
+// executor.cc: MXNet's NDArray::Chunk::Reorder2Default (a oneDNN-layout chunk back to the
+// default layout, in place; a no-op otherwise), null in a build without oneDNN.
+using ChunkReorder = void (*)(void* chunk);
+ChunkReorder chunk_reorder();
 
 // Shape, dtype and context of an existing array through the C API (one call each).
 inline AVal aval_of_c_api(NDArrayHandle h) {

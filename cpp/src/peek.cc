@@ -80,6 +80,33 @@ const void* chunk_of(NDArrayHandle h) { return *static_cast<void* const*>(h); }
 // pointee type copies the same two words and takes a reference on the same control block.
 std::shared_ptr<const void> chunk_ref(NDArrayHandle h) { return *static_cast<const std::shared_ptr<const void>*>(h); }
 
+// A chunk begins with its Storage::Handle, whose first members are the data pointer and the
+// size allocated (storage.h); byte_offset() is the view's start within it.
+void* data_of(NDArrayHandle h, size_t bytes) {
+  const auto* arr = static_cast<const mxnet::NDArray*>(h);
+  if (arr->is_none() || arr->storage_type() != mxnet::kDefaultStorage) return nullptr;
+  const auto* storage = static_cast<const mxnet::Storage::Handle*>(chunk_of(h));
+  if (!storage || !storage->dptr || storage->size < arr->byte_offset() + bytes) return nullptr;
+  return static_cast<char*>(storage->dptr) + arr->byte_offset();
+}
+
+bool data_peek_works() {
+  static const bool works = [] {
+    const uint32_t shape[] = {6};
+    NDArrayHandle a = nullptr, view = nullptr;
+    if (MXNDArrayCreateEx(shape, 1, 1, 0, 0, 0, &a)) return false;  // allocated now
+    void* real = nullptr;
+    void* real_view = nullptr;
+    bool ok = MXNDArrayGetData(a, &real) == 0 && real && data_of(a, 24) == real && !data_of(a, 25) &&
+              MXNDArraySlice(a, 2, 5, &view) == 0 && MXNDArrayGetData(view, &real_view) == 0 &&
+              data_of(view, 12) == real_view && real_view == static_cast<char*>(real) + 8 && !data_of(view, 17);
+    if (view) MXNDArrayFree(view);
+    MXNDArrayFree(a);
+    return ok;
+  }();
+  return works;
+}
+
 bool same_array(NDArrayHandle a, NDArrayHandle b) {
   const auto* x = static_cast<const mxnet::NDArray*>(a);
   const auto* y = static_cast<const mxnet::NDArray*>(b);

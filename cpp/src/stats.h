@@ -33,6 +33,8 @@ struct Stats {
   // Trainer._update calls done as one kernel call per context (trainer_update.cc), and those
   // left to MXNet's Python (their ops recorded one by one), by reason
   uint64_t trainer_batched = 0;
+  // ... of those, the updates launched directly as one engine operation (update_launch.h)
+  uint64_t trainer_direct = 0;
   std::map<std::string, uint64_t> trainer_python;
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name

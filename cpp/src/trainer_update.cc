@@ -26,6 +26,7 @@
 #include "mxapi.h"
 #include "mxparse.h"
 #include "runtime.h"
+#include "update_launch.h"
 
 namespace minpy {
 
@@ -532,6 +533,28 @@ class TrainerStep {
     steal(PyObject_CallFunctionObjArgs(updaters_[c].ptr(), idx.ptr(), g.ptr(), w.ptr(), nullptr));
   }
 
+  // The update launched as it is called (update_launch.h) when nothing is recorded before it.
+  bool launch(const std::vector<Entry>& es, const std::vector<size_t>& ks, const std::vector<std::vector<PyObject*>>& arrays,
+              const std::vector<float>& lrs, const std::vector<float>& wds, bool mp, const char* kernel,
+              const std::vector<std::pair<const char*, std::string>>& shared) {
+    DirectUpdate u;
+    u.kernel = kernel;
+    u.attrs = shared;
+    u.mp = mp;
+    u.stride = static_cast<int>(arrays[ks[0]].size());
+    u.dev_id = es[ks[0]].aval.dev_id;
+    for (size_t k : ks) {
+      if (static_cast<int>(arrays[k].size()) != u.stride) return false;
+      for (PyObject* a : arrays[k]) u.arrays.push_back(handle_of(a));
+      u.sizes.push_back(static_cast<int64_t>(es[k].aval.size()));
+      u.lrs.push_back(lrs[k]);
+      u.wds.push_back(wds[k]);
+    }
+    if (!launch_update_directly(ts_, u)) return false;
+    ++R->stats.trainer_direct;
+    return true;
+  }
+
   void record(const std::vector<Entry>& es, const std::vector<size_t>& ks, const std::vector<std::vector<PyObject*>>& arrays,
               const std::vector<float>& lrs, const std::vector<float>& wds, bool mp) {
     const char* kernel = nullptr;
@@ -578,6 +601,8 @@ class TrainerStep {
         break;
       }
     }
+    if (formula) shared.push_back({"formula", formula});
+    if (launch(es, ks, arrays, lrs, wds, mp, kernel, shared)) return;
     std::string lr_list = "(", wd_list = "(";
     py::list ndargs, out;
     for (size_t j = 0; j < ks.size(); ++j) {
@@ -596,7 +621,6 @@ class TrainerStep {
     add("lrs", lr_list);
     add("wds", wd_list);
     for (const auto& kv : shared) add(kv.first, kv.second);
-    if (formula) add("formula", formula);
     OpHandle h = nullptr;
     if (NNGetOpHandle(kernel, &h) != 0 || !h) throw MXError(std::string("no operator ") + kernel);
     py::tuple args = py::make_tuple(steal(PyLong_FromVoidPtr(h)), ndargs, keys, vals, out, py::bool_(false),

@@ -1,0 +1,47 @@
+// A Trainer step's update launched directly: one engine operation running our multi-tensor
+// kernel, instead of a recorded node that a flush hands MXNet as a one-node CachedOp.
+//
+// Handing MXNet a CachedOp with the ~600 arrays of W5's update costs about 0.5 us per array
+// on the Python thread (MXNet copies the NDArray vectors several times while it pushes the
+// node), and recording the node as many again (a slot, a value and a key step per array): most
+// of a step once the kernel runs in one call. When nothing is recorded yet, the update can
+// instead be pushed as it is called: MXNet's engine orders it after every earlier operation
+// on its arrays and before every later one (as it orders eager MXNet's own update ops), so
+// what runs, and in what order, is what the recorded node would have run: the same kernel
+// (cpp/kernels/multi_update.cc, update_all) on the same arrays with the same float32 rates.
+//
+// Only where that holds: nothing recorded on any thread (a recorded write of a gradient must
+// run first), no graph queued for the launcher thread, no fragment being captured (the
+// capture must see the op), every array dense, allocated, on one CPU context and in its own
+// storage chunk (an engine operation naming one variable twice waits for itself), and none
+// a suspect of a failed op (failures.h). Otherwise the caller records the node as before.
+//
+// The operation writes every array it is given, gradients included: a gradient left in
+// oneDNN's blocked layout (a convolution's backward writes one) is turned back to the default
+// layout in place before the kernel reads it, as the graph path does for the arrays it writes
+// (MXNet hands a library op a default-layout copy of such an input: the same values).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime.h"
+
+namespace minpy {
+
+struct DirectUpdate {
+  std::string kernel;                                     // _minpy_multi_*_update
+  std::vector<std::pair<const char*, std::string>> attrs;  // shared: rescale_grad, momentum, ...
+  int stride = 0;                                         // arrays per weight
+  std::vector<NDArrayHandle> arrays;                      // per weight: weight, gradient, states
+  std::vector<int64_t> sizes;                             // elements per weight
+  bool mp = false;                                        // float16 weights and gradients, float32 states
+  std::vector<float> lrs, wds;                            // per weight, as MXNet parses them
+  int dev_id = 0;                                         // the CPU context
+};
+
+// Pushes the update as one engine operation; false (nothing done) where the conditions above
+// do not hold, and the caller records it instead.
+bool launch_update_directly(ThreadState& ts, const DirectUpdate& u);
+
+}  // namespace minpy
