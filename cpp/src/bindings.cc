@@ -21,8 +21,9 @@ namespace py = pybind11;
 bool minpy::set_grad_state_of(NDArrayHandle h, bool state) {
   note_data_access(kGradStateSet);
   int req = 0;
-  const bool variable = autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable;
-  if (!variable && (R->pending || launches_in_flight())) before_mxnet_call(me(), "MXNDArraySetGradState", {h});
+  if ((R->pending || launches_in_flight()) &&
+      !(autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable))
+    before_mxnet_call(me(), "MXNDArraySetGradState", {h});
   return MXNDArraySetGradState(h, state) == 0;
 }
 
