@@ -494,7 +494,16 @@ void run_plan(const Params& plan, int num_weights, void* const* arrays, const in
     a.lr = lrs[k];
     a.wd = wds[k];
   }
-  update_all(p, args.data());
+  // Split between threads as Forward splits a call; the runtime gives every array its own
+  // storage chunk, so no two overlap (what arrays_independent checks there).
+  std::vector<int64_t> starts(num_weights + 1, 0);
+  for (int k = 0; k < num_weights; ++k) starts[k + 1] = starts[k] + args[k].n;
+  const int64_t total = starts[num_weights];
+  const int threads = threads_for_work(total, kMinElemsPerThread);
+  const int64_t chunk = std::min(kChunkElems, std::max<int64_t>(1024, total / (8 * threads)));
+  const TensorArgs* t = args.data();
+  parallel_chunks(total, chunk, threads,
+                  [&](int64_t begin, int64_t end) { update_all(p, t, Range{starts.data(), begin, end}); });
 }
 
 }  // namespace
