@@ -1,9 +1,10 @@
-"""How many launches one W3 training step takes under jit(): compiled graphs run, and calls of
-MXNet's autograd backward (Imperative::Backward, which builds, plans and runs a backward graph
-of its own), in three settings: the whole step as one graph (backward() inside our graph and its
-trace left open for the update: the default), backward() inside our graph with the update as a
-second graph (config(whole_step=False)), and backward() left to MXNet's autograd
-(config(backward_in_graph=False)).
+"""How many launches one W3 training step takes under jit(): compiled graphs run, Trainer updates
+launched directly (one engine operation each, when nothing is recorded before Trainer.step:
+cpp/src/update_launch.h), and calls of MXNet's autograd backward (Imperative::Backward, which
+builds, plans and runs a backward graph of its own), in three settings: the whole step as one
+graph (backward() inside our graph and its trace left open for the update: the default),
+backward() inside our graph with the update launched after it (config(whole_step=False)), and
+backward() left to MXNet's autograd (config(backward_in_graph=False)).
 
     .venv/bin/python benchmarks/launches_per_step.py [--steps 20] [--time]
 
@@ -38,7 +39,8 @@ def per_step(setup, steps):
     for _ in range(steps):
         setup.step()
     st = minpy_jit.stats()
-    return st["executions"] / steps, st["backward_by_mxnet"] / steps, st["flushes"]
+    return (st["executions"] / steps, st["trainer_updates"]["direct"] / steps, st["backward_by_mxnet"] / steps,
+            st["flushes"])
 
 
 def main():
@@ -48,21 +50,21 @@ def main():
     args = ap.parse_args()
     steps = args.steps
     init = initial_weights()
-    print("W3 step under jit(), per step over %d steps: compiled graphs run, MXNet autograd backward calls"
-          % steps)
+    print("W3 step under jit(), per step over %d steps: compiled graphs run, Trainer updates launched directly "
+          "(one engine operation, cpp/src/update_launch.h), MXNet autograd backward calls" % steps)
     for setting in SETTINGS:
         minpy_jit.config(**SETTINGS[setting])
         label = setting
         for opt, kw in OPTIMIZERS:
             s = Setup("jit", init)
             s.trainer = s.trainer.__class__(s.net.collect_params(), opt, kw)
-            g, b, fl = per_step(s, steps)
+            g, d, b, fl = per_step(s, steps)
             name = opt + (" momentum" if kw.get("momentum") else "")
-            print("  %-30s Gluon + Trainer(%-12s): %.1f graphs, %.1f autograd backward; flushes %s"
-                  % (label, name, g, b, fl))
-        g, b, fl = per_step(NDSetup("nd-jit", init), steps)
-        print("  %-30s NDArray form (sgd_update) : %.1f graphs, %.1f autograd backward; flushes %s"
-              % (label, g, b, fl))
+            print("  %-30s Gluon + Trainer(%-12s): %.1f graphs, %.1f direct updates, %.1f autograd backward; "
+                  "flushes %s" % (label, name, g, d, b, fl))
+        g, d, b, fl = per_step(NDSetup("nd-jit", init), steps)
+        print("  %-30s NDArray form (sgd_update) : %.1f graphs, %.1f direct updates, %.1f autograd backward; "
+              "flushes %s" % (label, g, d, b, fl))
     minpy_jit.config(**SETTINGS[WHOLE])
     if args.time:
         time_both(init)

@@ -191,8 +191,11 @@ def main():
             continue
         s = stats[kind]
         print("jit stats (%s): cache_hits=%d cache_misses=%d flushes=%s executions=%d eager_replays=%d "
-              "fallbacks=%s" % (kind, s["cache_hits"], s["cache_misses"], s["flushes"], s["executions"],
-                                s["eager_replays"], s["fallbacks"]))
+              "fallbacks=%s trainer_updates=%s" % (kind, s["cache_hits"], s["cache_misses"], s["flushes"],
+                                                   s["executions"], s["eager_replays"], s["fallbacks"],
+                                                   s["trainer_updates"]))
+    print("(a Trainer update launched directly, trainer_updates['direct'], is one engine operation, not a graph:"
+          " it needs no cache lookup)")
     timing.write_summary(timing.summary_arg(), dict(
         id="W5", workload="W5 200x SGD-momentum (sgd_mom_update)", unit="ms/update", eager=ms[("op", "eager")],
         hybrid=None, jit=ms[("op", "jit")], cache_hits=stats["op"]["cache_hits"],
