@@ -320,7 +320,9 @@ def test_trainer_50_steps_bit_exact(opt, kw):
     assert after["fallbacks"] == before["fallbacks"] and after["eager_replays"] == before["eager_replays"]
     # one kernel call per step for all 6 parameters; graphs: a handful, not one per step
     assert _kernel_calls_per_update_graph() and set(_kernel_calls_per_update_graph()) == {1}, minpy_jit.last_graph()
-    assert after["fused_kernels"] - before["fused_kernels"] >= 50
+    # ... run in a graph, or launched directly (nothing recorded before the step, update_launch.h)
+    direct = after["trainer_updates"]["direct"] - before["trainer_updates"]["direct"]
+    assert after["fused_kernels"] - before["fused_kernels"] + direct >= 50
     assert after["cache_misses"] - before["cache_misses"] <= 12, after
 
 
