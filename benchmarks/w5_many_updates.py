@@ -11,7 +11,10 @@ If jit() fails on a form, the table says FAILS and the error is printed.
 A hybridized block is not applicable: an optimizer update is not a Gluon block
 (Trainer.step runs imperatively in every mode), so there is nothing to hybridize.
 
-    .venv/bin/python benchmarks/w5_many_updates.py [--json out.json]
+    .venv/bin/python benchmarks/w5_many_updates.py [--json out.json] [--record-updates]
+
+--record-updates: jit() records each Trainer update and runs it as a graph
+(config(direct_updates=False)) instead of launching it directly (cpp/src/update_launch.h).
 """
 import os
 import sys
@@ -118,6 +121,8 @@ FORMS = {"op": OpForm, "trainer": TrainerForm, "adam": AdamForm}
 
 
 def main():
+    if "--record-updates" in sys.argv:
+        minpy_jit.config(direct_updates=False)
     ws, gs = initial_arrays()
     forms = {}
     for kind in KINDS:
@@ -166,8 +171,9 @@ def main():
             res[(kind, mode)] = r[mode]
     ms = {k: r.median * 1e3 for k, r in res.items()}
 
-    print("W5 many small updates: %d params %s, SGD momentum %g, lr %g; Adam lr %g"
-          % (N_PARAMS, SHAPE, MOMENTUM, LR, ADAM_LR))
+    print("W5 many small updates: %d params %s, SGD momentum %g, lr %g; Adam lr %g; Trainer updates %s"
+          % (N_PARAMS, SHAPE, MOMENTUM, LR, ADAM_LR,
+             "launched directly" if minpy_jit.config()["direct_updates"] else "recorded (--record-updates)"))
     timing.print_env()
     print()
     rows = []

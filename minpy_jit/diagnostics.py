@@ -66,6 +66,9 @@ def config(**options):
           second, ... segment) before it runs eagerly (default 8)
     track_source: remember the user line of every recorded op (default True)
     log: "recompiles", "flushes", "all" or "" -- same as MINPY_JIT_LOG
+    direct_updates: a Trainer update with nothing recorded before it is pushed to MXNet's
+          engine as one operation running our kernel, not recorded as a graph (default
+          True; False records it, for comparison: the same results, bit for bit)
     fuse: run elementwise chains and optimizer updates in our own kernels (default True;
           False gives MXNet's kernels everywhere, bit for bit; changing it empties the cache)
     """

@@ -95,6 +95,21 @@ def test_multi_precision_launched_directly(opt, momentum):
     assert_bits(flat_states(t_e), flat_states(t_j), "state and master copy")
 
 
+def test_config_direct_updates_off_records_them():
+    kw = dict(learning_rate=0.01)
+    t_e, w_e, _ = preset_run(False, "adam", kw, 6)
+    minpy_jit.config(direct_updates=False)
+    try:
+        before = minpy_jit.stats()["trainer_updates"]
+        t_j, w_j, _ = preset_run(True, "adam", kw, 6)
+        after = minpy_jit.stats()["trainer_updates"]
+    finally:
+        minpy_jit.config(direct_updates=True)
+    assert after["direct"] == before["direct"] and after["batched"] - before["batched"] == 6
+    assert_bits(w_e, w_j, "weight")
+    assert_bits(flat_states(t_e), flat_states(t_j), "state")
+
+
 def test_reads_after_the_update_in_the_same_scope_see_it():
     kw = dict(learning_rate=0.1, momentum=0.9)
     _, w_e, s_e = preset_run(False, "sgd", kw, 6, read_back=True)

@@ -314,6 +314,7 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "async_launch") R->cfg.async_launch = v.cast<bool>();
       else if (k == "backward_in_graph") R->cfg.backward_in_graph = v.cast<bool>();
       else if (k == "whole_step") R->cfg.whole_step = v.cast<bool>();
+      else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -335,6 +336,7 @@ PYBIND11_MODULE(_core, m) {
     d["async_launch"] = R->cfg.async_launch;
     d["backward_in_graph"] = R->cfg.backward_in_graph;
     d["whole_step"] = R->cfg.whole_step;
+    d["direct_updates"] = R->cfg.direct_updates;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

@@ -36,6 +36,7 @@ struct Config {
   bool async_launch = true;  // hand cached segments to MXNet from a background thread (launch.h)
   bool backward_in_graph = true;  // run backward() with its forward as one graph (backward.h)
   bool whole_step = true;  // ... and leave that graph open, so the optimizer update joins it
+  bool direct_updates = true;  // launch a Trainer update with nothing recorded before it directly (update_launch.h)
 };
 
 struct Site;

@@ -84,7 +84,7 @@ void free_job(void* param) { delete static_cast<Job*>(param); }
 }  // namespace
 
 bool launch_update_directly(ThreadState& ts, const DirectUpdate& u) {
-  if (ts.capturing || !ts.trace.nodes.empty() || R->pending != 0 || launches_in_flight() != 0) return false;
+  if (!R->cfg.direct_updates || ts.capturing || !ts.trace.nodes.empty() || R->pending != 0 || launches_in_flight() != 0) return false;
   const size_t nw = u.sizes.size();
   if (nw == 0 || u.stride < 2 || u.arrays.size() != nw * static_cast<size_t>(u.stride)) return false;
   if (!chunk_identity_works() || !data_peek_works()) return false;
