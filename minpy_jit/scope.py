@@ -1,12 +1,10 @@
 """The `jit()` scope: where recording starts and where it must end."""
 import contextlib
-import os
 
 from . import _core, intercept  # noqa: F401  (intercept hands the hooks to _core when imported)
 
 
-def _disabled():  # the same test as scope.cc's, for @function
-    return os.environ.get("MINPY_JIT", "1").strip().lower() in ("0", "false", "off", "no")
+_disabled = _core.jit_disabled  # the same test as jit()'s (scope.cc), for @function
 
 
 class jit(contextlib.ContextDecorator):

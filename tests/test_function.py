@@ -450,14 +450,20 @@ def test_loop_variable_of_an_empty_loop_stays_unbound():
 
 # ------------------------------------------------------------------ dual mode
 
-def test_minpy_jit_0_runs_the_plain_function(monkeypatch):
+@pytest.mark.parametrize("value", ["0", " Off ", "false", "NO"])
+def test_minpy_jit_0_runs_the_plain_function(monkeypatch, value):
+    """Every spelling jit() takes as off (the same C check, read at each call); back on, the
+    function is compiled again."""
     @minpy_jit.function
     def f(x):
         return x * 3
 
-    monkeypatch.setenv("MINPY_JIT", "0")
+    monkeypatch.setenv("MINPY_JIT", value)
     both(f, arr(rand(3)))
     assert fstats()["calls"] == 0 and not intercept.hooks_active()
+    monkeypatch.setenv("MINPY_JIT", "1")
+    both(f, arr(rand(3)))
+    assert fstats()["calls"] == 3  # both() calls it three times
 
 
 def test_unsupported_functions_run_under_jit_with_the_reason():

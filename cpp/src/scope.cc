@@ -248,6 +248,11 @@ PyObject* scope_exit(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   Py_RETURN_FALSE;
 }
 
+// MINPY_JIT=0 for @function's calls (a C builtin: os.environ's lookup cost 1-2 us a call).
+PyObject* jit_disabled_py(PyObject*, PyObject*) { return PyBool_FromLong(jit_disabled()); }
+PyMethodDef jit_disabled_def = {"jit_disabled", jit_disabled_py, METH_NOARGS,
+                                "Whether MINPY_JIT turns jit() off (0, false, off, no)."};
+
 PyMethodDef scope_enter_def = {"__enter__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_enter)),
                                METH_FASTCALL, "Opens a jit() scope (one C call: an interrupt cannot split it)."};
 PyMethodDef scope_exit_def = {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(scope_exit)),
@@ -310,6 +315,7 @@ void register_scope_api(py::module_& m) {
   m.def("open_scope", &open_scope, "Installs the hooks if needed and opens a scope on this thread.");
   m.def("close_scope", &close_scope, "Runs what this thread's scope recorded and closes it.");
   m.def("open_scopes", []() { return H->open; }, "Scopes open on all threads.");
+  m.add_object("jit_disabled", py::reinterpret_steal<py::object>(PyCFunction_New(&jit_disabled_def, nullptr)));
   m.def("hooks_active", &hooks_active, "Whether the stand-ins for MXNet's code act: a scope open on some "
                                        "thread, work recorded or a launch queued. Otherwise they call MXNet's own.");
   m.def("hooks_installed", []() { return H->installed; }, "Whether the stand-ins are in place (from the first "
