@@ -52,15 +52,26 @@ def many_graphs_per_site():
 
 
 def grads(fn, xs, g, use_jit):
-    """Outputs and input gradients of fn(*xs) with head gradient g, eagerly or under jit()."""
+    """Outputs and input gradients of fn(*xs) with head gradient g, eagerly or under jit().
+
+    Under jit() the recorded forward runs when backward() is called (the head gradient is made
+    before the scope: made inside, it would flush the forward first, and a recorded graph
+    flushed before its backward is known runs op by op, unfused), and MXNet's autograd runs the
+    backward (backward_in_graph off), so that it runs the fused unit's backward node."""
     xs = [arr(x) for x in xs]
     for x in xs:
         x.attach_grad()
+    head = arr(np.asarray(g, F32))
     scope = minpy_jit.jit() if use_jit else contextlib.nullcontext()
-    with scope:
-        with autograd.record():
-            y = fn(*xs)
-        y.backward(nd.array(g))
+    old = minpy_jit.config()["backward_in_graph"]
+    minpy_jit.config(backward_in_graph=False)
+    try:
+        with scope:
+            with autograd.record():
+                y = fn(*xs)
+            y.backward(head)
+    finally:
+        minpy_jit.config(backward_in_graph=old)
     return y.asnumpy(), [x.grad.asnumpy() for x in xs]
 
 

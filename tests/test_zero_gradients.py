@@ -1,16 +1,25 @@
 """A zero gradient (a comparison's, floor's: MXNet's zero node) makes eager's gradient pass skip
 the ops behind it, so their backward never runs, and 0 * inf there is never NaN. Under jit() a
-part of a recorded segment runs as one CachedOp, whose backward hands real zero-filled arrays
-on and runs with them: such parts now run op by op (fuzz seeds 414917, 212037)."""
+part of a recorded segment run as one static CachedOp is one autograd node, whose backward hands
+real zero-filled arrays on and runs with them: such parts run as a graph whose ops MXNet records
+one by one (stats()['per_op_autograd']; fuzz seeds 414917, 212037), as does every part whose
+history outlives its flush (1415001, 1439174, 1482938: the zero-gradient op comes later)."""
+import numpy as np
 import pytest
 from mxnet import autograd, nd
 
+import minpy_jit
 import mxnet as mx
 from conftest import assert_same, rand, run_both
 
 
 def _fallbacks(stats):
     return sum(n for why, n in stats["fallback_reasons"].items() if "zero gradient" in why)
+
+
+def _per_op(stats):
+    """Ran as a graph whose ops MXNet recorded one by one, not eagerly."""
+    return stats["per_op_autograd"] > 0 and _fallbacks(stats) == 0
 
 
 @pytest.mark.parametrize("retain", [True, False])
@@ -30,7 +39,7 @@ def test_power_behind_a_comparison(retain):
     b = nd.array([[[[-1.3]]]])
     r = run_both(prog, x, b)
     assert_same(*r, rtol=0)
-    assert _fallbacks(r.stats) > 0  # counted
+    assert _per_op(r.stats)
 
 
 def test_chain_behind_floor_in_predict_mode():
@@ -47,7 +56,7 @@ def test_chain_behind_floor_in_predict_mode():
         return [x.grad, a, m, h, f]
     r = run_both(prog, nd.array([-0.5, -1.5]))
     assert_same(*r, rtol=0)
-    assert _fallbacks(r.stats) > 0
+    assert _per_op(r.stats)
 
 
 def test_sqrt_behind_a_comparison_then_a_real_loss():
@@ -70,7 +79,7 @@ def test_sqrt_behind_a_comparison_then_a_real_loss():
 
 def test_stop_gradient_inside_one_graph_stays_compiled():
     """A BlockGrad inside one part: nnvm's own pass skips what is behind it in the graph, as
-    eager's does, so the part stays one compiled graph (no op-by-op run, no fallback)."""
+    eager's does, so the part stays one static graph (no op-by-op run, no fallback)."""
     def prog(x, w, v):
         w.attach_grad()
         v.attach_grad()
@@ -82,7 +91,7 @@ def test_stop_gradient_inside_one_graph_stays_compiled():
         return [w.grad, v.grad, loss]
     r = run_both(prog, nd.array(rand(4, 3, seed=1)), nd.array(rand(3, 2, seed=2)), nd.array(rand(3, 2, seed=3)))
     assert_same(*r, rtol=0)
-    assert _fallbacks(r.stats) == 0 and r.stats["executions"] > 0
+    assert _fallbacks(r.stats) == 0 and r.stats["executions"] > 0 and r.stats["per_op_autograd"] == 0
 
 
 @pytest.mark.parametrize("like", ["uniform_like", "normal_like"])
@@ -107,4 +116,139 @@ def test_random_like_of_an_op_without_gradient(like):
     r = run_both(prog, nd.array(rand(3, seed=2)), seed=5)
     assert r.eager[0] == ["ok"]
     assert_same(*r, rtol=0)
-    assert _fallbacks(r.stats) > 0  # counted
+    assert _per_op(r.stats)
+
+
+# ------------------------------------------------------------------ a zero gradient recorded after a flush
+# A recorded segment flushed before its backward is known (a read, waitall, an op outside the
+# gradient graph) runs as a graph whose ops MXNet records one by one, as eagerly: a zero-gradient
+# op recorded later then makes MXNet's pass skip them as eager's does (fuzz seeds 1415001,
+# 1439174, 1482938). Each case also fails with the earlier ops as one static CachedOp node.
+
+def _early_flush(how, x):
+    if how == "asnumpy":
+        x.asnumpy()
+    elif how == "waitall":
+        nd.waitall()
+    elif how == "flush":
+        minpy_jit.flush()
+    elif how == "update":  # an op reading no array of the graph: recorded outside it, a flush
+        w, g = nd.ones((2,)), nd.ones((2,))
+        nd.sgd_update(w, g, lr=0.1, out=w)
+
+
+ZERO_HEADS = {
+    "greater": lambda y: y > 0,
+    "floor": nd.floor,
+    "argmax": lambda y: nd.argmax(y, axis=0),
+    "BlockGrad": nd.BlockGrad,
+    "uniform_like": lambda y: nd.random.uniform_like(y),
+    "equal": lambda y: nd.broadcast_equal(y, y * 0.5),
+}
+
+
+@pytest.mark.parametrize("how", ["asnumpy", "waitall", "flush", "update"])
+@pytest.mark.parametrize("head", sorted(ZERO_HEADS))
+def test_zero_gradient_recorded_after_a_flush(how, head):
+    """sqrt(x) * -2 (x = 0: an infinite derivative, x < 0: NaN) flushed, then a zero-gradient head:
+    eager's pass skips sqrt and the product, x.grad is 0 ('write'); a static CachedOp's backward
+    gave NaN and -0."""
+    def prog(x):
+        x.attach_grad()
+        with autograd.record():
+            y = nd.sqrt(x) * -2
+            _early_flush(how, y)
+            z = ZERO_HEADS[head](y)
+        z.backward()
+        return [x.grad, y, z]
+    r = run_both(prog, nd.array([1.0, -2.0, 0.0, 3.0]), seed=3)
+    assert_same(*r, rtol=0)
+
+
+@pytest.mark.parametrize("req", ["write", "add"])
+def test_gemm2_behind_a_draw_after_an_update_under_record(req):
+    """Fuzz seed 1415001 (repro_hand_1415001.py): gemm2 of a variable, tanh, an sgd_update under
+    record() (outside the gradient graph: a flush), then uniform_like, backward from the draw.
+    Eager skips gemm2's backward, whose kernel into a grad_req='add' gradient reads uninitialised
+    memory; jit() ran it (garbage in a14.grad where eager keeps its zeros)."""
+    def prog(a12, a14, a9, a18):
+        a14.attach_grad(grad_req=req)
+        with autograd.record():
+            t = nd.tanh(a14)
+            g = nd.linalg.gemm2(a14, a12, alpha=0.25)
+            h = nd.tanh(g)
+            nd.sgd_update(a9, a18, lr=2.7, wd=0.07, out=a9)
+            d = nd.random.uniform_like(h, low=0, high=2.5)
+            r = nd.relu(d * 1.0)
+        d.backward()
+        return [a14.grad, a9, t, h, r]
+    a12 = nd.array(-np.eye(2) + 0.1 * rand(2, 2, seed=1))
+    res = run_both(prog, a12, nd.array(rand(4, 2, seed=2) * 2), nd.array(rand(4, seed=3)), nd.array(rand(4, seed=4)),
+                   seed=5)
+    assert_same(*res, rtol=0)
+    assert np.array_equal(res.jitted[0].asnumpy().view(np.int32), res.eager[0].asnumpy().view(np.int32))
+
+
+def test_argmax_of_a_division_after_a_read():
+    """Fuzz seed 1439174: a2 / relu(...) (a zero divisor: an infinite derivative) flushed by a read,
+    argmax of the quotient, autograd.grad through it: eager 0, jit() NaN."""
+    def prog(a2):
+        a2.attach_grad()
+        with autograd.record():
+            a5 = nd.relu(nd.softsign(nd.negative((((a2 - 7.5) * -2.7) + a2) * a2) * 0.5) * 1e-3)
+            a6 = a2 / a5
+            a6.asnumpy()
+            a7 = nd.argmax(a6, axis=1)
+        g, = autograd.grad(a7, [a2])
+        return [g, a6, a7]
+    r = run_both(prog, nd.array(rand(1, 5, seed=4) * 2))
+    assert_same(*r, rtol=0)
+
+
+def test_equal_of_a_product_after_waitall_in_predict_mode():
+    """Fuzz seed 1482938: prod(relu(x)), waitall, broadcast_equal with another variable's product,
+    backward under record(train_mode=False): eager 0, jit() NaN."""
+    def prog(a2, a9):
+        a2.attach_grad()
+        a9.attach_grad()
+        with autograd.record(train_mode=False):
+            a15 = nd.prod(nd.relu(a2))
+            a16 = a9 * -0.75
+            nd.waitall()
+            a17 = nd.broadcast_equal(a15, a16)
+        a17.backward()
+        return [a2.grad, a9.grad, a15, a17]
+    r = run_both(prog, nd.array(rand(4, 2, seed=5) * 2), nd.array(rand(1, seed=6) * 2))
+    assert_same(*r, rtol=0)
+
+
+def test_fused_chain_behind_a_comparison_with_backward_in_the_graph():
+    """sqrt(x) * -2 (fusable) then `> 0` and backward() in one trace: the backward runs inside our
+    graph, where a fused unit's gradient always runs (NaN where eager skips sqrt: 0)."""
+    def prog(x):
+        x.attach_grad()
+        with autograd.record():
+            y = nd.sqrt(x) * -2
+            z = y > 0
+        z.backward()
+        return [x.grad, y, z]
+    r = run_both(prog, nd.array([1.0, -2.0, 0.0, 3.0]))
+    assert_same(*r, rtol=0)
+
+
+def test_op_beside_the_loss_that_its_backward_does_not_reach():
+    """y = x * 1 (not held), log(y) held beside the loss y * 2: eager's backward from the loss
+    never visits log; one static graph of all four ops ran log's backward with a zero head
+    gradient, 0 * (1 / 0) = NaN into x.grad where eager gives 2 (the README's former known limit)."""
+    def parts(x):
+        y = x * 1.0
+        return nd.log(y), (y * 2.0).sum()
+
+    def prog(x):
+        x.attach_grad()
+        with autograd.record():
+            a, b = parts(x)
+        b.backward()
+        return [x.grad, a, b]
+    r = run_both(prog, nd.array([0.0, 1.0, 2.0]))
+    assert_same(*r, rtol=0)

@@ -22,7 +22,9 @@
 #include <unordered_set>
 
 #include "failures.h"
+#include "fuse.h"
 #include "mxapi.h"
+#include "parts.h"
 #include "runtime.h"
 
 namespace minpy {
@@ -134,6 +136,18 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
     if (d)
       for (int v : n.in) recorded[v] = 1;
     for (int o : n.out) recorded[o] = d;
+  }
+
+  // An op eager's gradient pass skips behind a zero gradient (a comparison's, floor's: parts.h)
+  // that our kernels may fuse: a fused unit's gradient always runs, with zeros where eager's
+  // pass has zero nodes (0 * inf = NaN where eager's gradient is 0). MXNet's own backward runs
+  // instead, after a flush that gives such ops eager's autograd nodes (flush.cc).
+  if (t.zero_grad_ops && R->cfg.fuse && !R->kernels.empty()) {
+    std::vector<uint8_t> gradient;
+    std::vector<char> skipped;
+    eager_gradient_pass(t, head_values, &gradient, &skipped);
+    for (size_t n = 0; n < t.nodes.size(); ++n)
+      if (skipped[n] && may_fuse(t, n)) return false;
   }
 
   // The heads' graph: the nodes they depend on.

@@ -153,6 +153,7 @@ py::dict stats_dict() {
   d["background_launches"] = s.background_launches;
   d["context_switches"] = s.context_switches;
   d["independent_parts"] = s.independent_parts;
+  d["per_op_autograd"] = s.per_op_autograd;
   size_t pooled = 0;
   for (const auto& kv : R->pool.buckets) pooled += kv.second.arrays.size();
   d["pooled_arrays"] = pooled;  // recycled lazy arrays kept for reuse (no data)

@@ -34,7 +34,8 @@ std::string nondiff_op_in(const std::string& msg) {
 }  // namespace
 
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
-                                  std::unordered_set<std::string>* nondiff, bool fuse, LoweredGraph* lowered_out) {
+                                  std::unordered_set<std::string>* nondiff, bool fuse, LoweredGraph* lowered_out,
+                                  bool per_op_autograd) {
   auto t0 = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
     // In a recorded graph, BlockGrad would turn eager's error for a backward through an op
@@ -47,8 +48,13 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(g.json.c_str(), &sym); }));
     const char* keys[] = {"static_alloc", "static_shape"};
     const char* vals[] = {"true", "true"};
+    const char* inline_keys[] = {"inline_limit"};
+    const char* inline_vals[] = {"1000000000"};  // above any graph's node count: always inlined
     CachedOpHandle op = nullptr;
-    int rc = without_gil([&] { return MXCreateCachedOpEx(sym, 2, keys, vals, &op); });
+    int rc = without_gil([&] {
+      return per_op_autograd ? MXCreateCachedOpEx(sym, 1, inline_keys, inline_vals, &op)
+                             : MXCreateCachedOpEx(sym, 2, keys, vals, &op);
+    });
     if (rc != 0) {
       std::string msg = MXGetLastError();
       MXSymbolFree(sym);
@@ -69,6 +75,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     rc = NNSymbolListInputNames(sym, 0, &n, &names);
     auto exe = std::make_shared<Executor>();
     exe->op = op;
+    exe->per_op_autograd = per_op_autograd;
     if (rc != 0) {
       MXSymbolFree(sym);
       throw MXError(std::string("listing graph inputs failed: ") + MXGetLastError());

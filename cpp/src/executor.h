@@ -38,14 +38,21 @@ struct Executor {
   // op). Made default-layout before each run: see invoke_cached_op and compile.
   std::vector<int> layout_inputs, layout_outputs;
   bool recording = false, training = false;
+  // Built to record each of its ops as its own autograd node when it runs under record() (a
+  // dynamic CachedOp that inlines its graph), as eager MXNet records them: see compile().
+  bool per_op_autograd = false;
   ~Executor();
 };
 
 // Builds a CachedOp from a lowered graph. Learns non-differentiable ops from
 // MXNet's refusal ("... is non-differentiable ...") and retries with BlockGrad.
+// `per_op_autograd`: a dynamic CachedOp whose whole graph MXNet inlines (static_alloc off,
+// inline_limit above its size): run under record(), MXNet runs and records its ops one by one
+// (CachedOp::DynamicForward), so a later backward is eager's, op for op. A static CachedOp is
+// one autograd node instead, whose backward always runs all of its ops.
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
                                   std::unordered_set<std::string>* nondifferentiable, bool fuse,
-                                  LoweredGraph* lowered_out);
+                                  LoweredGraph* lowered_out, bool per_op_autograd = false);
 
 // Sets MXNet's thread-local autograd state for the lifetime of the guard.
 struct AutogradState {

@@ -236,14 +236,16 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
 // it), count it against the scope's recompile limit, and log it if asked.
 std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, const std::vector<OutputSpec>& outputs,
                                             const Key128& key, const std::string& cause, const std::string& where,
-                                            FlushEvent* ev) {
+                                            bool per_op_autograd, FlushEvent* ev) {
   const std::string site = ts.sites.empty() ? "" : ts.sites.back();
   ++R->stats.cache_misses;
   ev->miss_reason = nearest_difference(t, outputs, R->cache.entries(), [](int loc) { return R->sources.str(loc); });
   LoweredGraph g;
   std::shared_ptr<Executor> exe;
   try {
-    exe = compile(t, outputs, &R->nondiff, R->cfg.fuse && !R->kernels.empty(), &g);
+    // Our fused units are one autograd node each, whose backward always runs: not where MXNet
+    // must record the ops one by one.
+    exe = compile(t, outputs, &R->nondiff, R->cfg.fuse && !R->kernels.empty() && !per_op_autograd, &g, per_op_autograd);
     exe->fused_kernels = g.kernel_calls;
     exe->fused_ops = g.kernel_ops;
   } catch (const MXError& e) {
@@ -263,7 +265,8 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, con
     char title[160];
     snprintf(title, sizeof title, "graph %s  (%d nodes, %zu inputs, %zu outputs)  compiled at %s", ev->key.c_str(),
              exe->num_nodes, g.input_values.size(), outputs.size(), where.c_str());
-    exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, title);
+    const std::string heading = std::string(title) + (per_op_autograd ? "  (each op its own autograd node)" : "");
+    exe->ir = print_graph(t, g, outputs, [](int loc) { return R->sources.str(loc); }, heading);
   }
   R->stats.cache_evictions += R->cache.insert(key, exe);
   R->stats.compile_ms += exe->compile_ms;
@@ -321,9 +324,10 @@ void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const 
 }
 
 // Runs one trace (the thread's, or a part of it): outputs, cache lookup or compile, execution.
-// `op_by_op`: why the trace must run op by op, "" if it may run as a graph.
+// `per_op_autograd`: a recorded trace runs as a graph whose ops MXNet records one by one, each
+// its own autograd node (parts_recorded_per_op).
 void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::string& where, bool force_eager,
-               const std::string& op_by_op = "") {
+               bool per_op_autograd = false) {
   ++ts.flush_ordinal;
   FlushEvent ev;
   ev.cause = cause;
@@ -348,11 +352,13 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     return;
   }
 
+  per_op_autograd = per_op_autograd && t.runs_recorded();
   Key128 key = t.key;  // the sequence, plus which of its values are outputs and where they go
   for (const auto& o : outputs) {
     key.add(0x0A7ULL + static_cast<uint64_t>(o.value));
     key.add(static_cast<uint64_t>(o.target_ext + 2));
   }
+  if (per_op_autograd) key.add(0x1D11AEDULL);
   char keybuf[20];
   snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
   ev.key = keybuf;
@@ -361,9 +367,6 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   if (force_eager) {
     eager = true;
     ev.miss_reason = "ran eagerly: " + cause;
-  } else if (!eager && !op_by_op.empty()) {
-    eager = true;
-    ev.miss_reason = "ran op by op: " + op_by_op;
   } else if (!eager && writes_alias_inputs(t, outputs)) {
     eager = true;
     ev.miss_reason = "an in-place write targets memory shared with another array (a view): ran eagerly";
@@ -386,7 +389,7 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
       ++R->stats.fallback_reasons[op + ": one array as two of its inputs (its trace ran eagerly)"];
     }
   }
-  if (!eager && t.runs_recorded()) {  // one autograd node: a backward must not run more than eager's
+  if (!eager && t.runs_recorded() && !per_op_autograd) {  // one autograd node: a backward must not run more than eager's
     // The heads of the backward this flush runs for, if it reaches this part and frees it
     // (no retain_graph); else what a later backward can start from: any array the program
     // holds (not the dead results of effectful ops, kept only so that they run).
@@ -429,7 +432,7 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     } else if (exe) {
       ev.miss_reason = "known to run eagerly: " + exe->ir;
     } else {
-      exe = compile_and_cache(ts, t, outputs, key, cause, where, &ev);
+      exe = compile_and_cache(ts, t, outputs, key, cause, where, per_op_autograd, &ev);
     }
   }
   ev.eager = true;
@@ -462,6 +465,7 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   }
   if (!ev.eager) {
     ++R->stats.executions;
+    R->stats.per_op_autograd += exe->per_op_autograd;
     R->stats.fused_kernels += exe->fused_kernels;
     R->stats.fused_ops += exe->fused_ops;
   }
@@ -479,10 +483,50 @@ void wait_for_foreign_flush(ThreadState& ts) {
   }
 }
 
-// The parts (by index) that must run op by op so that MXNet's gradient pass skips what eager's
-// skips behind a zero gradient (parts.h), each counted as a fallback; `why` says why.
+// Per part (by index): whether it runs as a graph whose ops MXNet records one by one, each its
+// own autograd node as eagerly (compile(): per_op_autograd), instead of as one node.
+//
+// MXNet's gradient pass gives an op whose output gradients are all zero nodes (a comparison's,
+// floor's, argmax's, uniform_like's: parts.h) zero nodes for its inputs instead of running its
+// backward, so eagerly what reaches a head only through such ops never runs its backward, and
+// what reaches no head is never visited. A static CachedOp is one autograd node whose backward
+// runs all of its ops, with zero arrays where eager has zero nodes or nothing: 0 * inf = NaN
+// where eager's gradient is 0, and gemm2's backward into a grad_req='add' gradient reads
+// uninitialised memory. So a part runs op by op in the graph when
+//  - its history outlives this flush: a later flush may record the zero-gradient op reading
+//    its results (fuzz seeds 1439174, 1482938: a read or waitall ends the recorded segment,
+//    argmax or == of its result follows; 1415001: an sgd_update recorded outside the gradient
+//    graph does). That is every part unless this flush precedes a backward (without
+//    retain_graph) that reaches the part and frees its history;
+//  - that backward does not reach one of its ops (a held log(y) beside the loss's y * 2);
+//  - or the backward skips one of its ops that its graph would run (parts_hiding_zero_gradients).
+// A part whose every op that backward reaches with a real gradient stays one static graph.
+std::vector<char> parts_recorded_per_op(const ThreadState& ts, const Trace& t, const std::vector<int>& part_of_node,
+                                        int parts) {
+  std::vector<char> per_op(parts, 1);
+  if (ts.backward_retains || ts.backward_heads.empty()) return per_op;
+  std::vector<int> heads;
+  for (NDArrayHandle h : ts.backward_heads) {
+    auto it = t.slots.find(h);
+    if (it != t.slots.end() && t.values[it->second.value].node >= 0) heads.push_back(it->second.value);
+  }
+  std::vector<uint8_t> gradient;
+  std::vector<char> skipped;
+  eager_gradient_pass(t, heads, &gradient, &skipped);
+  std::vector<char> reached(parts, 0), unreached_op(parts, 0);
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    bool r = false;
+    for (int v : t.nodes[i].out) r = r || gradient[v] != kNoGradient;
+    (r ? reached : unreached_op)[part_of_node[i]] = 1;
+  }
+  for (int p = 0; p < parts; ++p) per_op[p] = !reached[p] || unreached_op[p];
+  return per_op;
+}
+
+// The parts (by index) whose graph would run a backward eager's pass skips behind a zero
+// gradient (parts.h), among those not already run op by op (`per_op`).
 std::vector<char> zero_gradient_parts(const ThreadState& ts, const Trace& t, const std::vector<int>& part_of_node,
-                                      int parts, std::string* why) {
+                                      int parts, const std::vector<char>& per_op) {
   if (!t.zero_grad_ops) return std::vector<char>(parts, 0);
   // What each part's graph hands on: results the program holds, and values other parts read.
   std::vector<char> handed_on(t.values.size(), 0);
@@ -509,14 +553,7 @@ std::vector<char> zero_gradient_parts(const ThreadState& ts, const Trace& t, con
   if (ts.backward_retains || head_sets.empty())
     for (int v : held) head_sets.push_back({v});
   std::string op;
-  std::vector<char> op_by_op = parts_hiding_zero_gradients(t, part_of_node, parts, head_sets, handed_on, R->cfg.fuse, &op);
-  for (char c : op_by_op)
-    if (c) {
-      *why = op + " is behind a zero gradient (a comparison's, floor's): eager's backward skips it";
-      ++R->stats.fallbacks[op];
-      ++R->stats.fallback_reasons[op + ": behind a zero gradient, which eager's backward skips (its trace ran op by op)"];
-    }
-  return op_by_op;
+  return parts_hiding_zero_gradients(t, part_of_node, parts, head_sets, handed_on, per_op, R->cfg.fuse, &op);
 }
 
 namespace {
@@ -544,8 +581,7 @@ void run_current(ThreadState& ts, const std::string& cause, const std::string& w
   // Under autograd, independent computations are separate graphs (parts.cc); a trace whose
   // backward() runs inside its graph runs without autograd (backward.h): one graph.
   std::vector<Trace> parts;
-  std::vector<char> op_by_op;  // per part: must run op by op (zero gradients, parts.h)
-  std::string op_by_op_why;
+  std::vector<char> per_op;  // per part: MXNet records its ops one by one (parts_recorded_per_op)
   if (t.runs_recorded()) {
     // The backward MXNet is about to run (without retain_graph) names its heads: if every op
     // of the segment leads to one of them, that backward visits all of them with real
@@ -576,17 +612,20 @@ void run_current(ThreadState& ts, const std::string& cause, const std::string& w
       }
     std::vector<int> part_of_node;
     parts = independent_parts(t, held, &part_of_node);
-    op_by_op = zero_gradient_parts(ts, t, part_of_node, std::max<int>(1, static_cast<int>(parts.size())), &op_by_op_why);
+    const int n_parts = std::max<int>(1, static_cast<int>(parts.size()));
+    per_op = parts_recorded_per_op(ts, t, part_of_node, n_parts);
+    const std::vector<char> behind_zero = zero_gradient_parts(ts, t, part_of_node, n_parts, per_op);
+    for (int p = 0; p < n_parts; ++p) per_op[p] = per_op[p] || behind_zero[p];
   }
-  auto why_for = [&](size_t p) { return p < op_by_op.size() && op_by_op[p] ? op_by_op_why : std::string(); };
+  auto per_op_for = [&](size_t p) { return p < per_op.size() && per_op[p] != 0; };
   if (parts.empty()) {
-    run_trace(ts, t, cause, where, force_eager, why_for(0));
+    run_trace(ts, t, cause, where, force_eager, per_op_for(0));
     return;
   }
   R->stats.independent_parts += parts.size();
   for (size_t p = 0; p < parts.size(); ++p) {
     Trace& part = parts[p];
-    run_trace(ts, part, cause, where, force_eager, why_for(p));
+    run_trace(ts, part, cause, where, force_eager, per_op_for(p));
     for (const auto& kv : part.slots)  // never recycled into the pool (see release_trace)
       if (kv.second.written) t.slots.at(kv.first).written = true;
   }

@@ -204,13 +204,33 @@ uint32_t zero_gradient_inputs(const std::string& op) {
   return it == table.end() ? 0 : it->second;
 }
 
+void eager_gradient_pass(const Trace& t, const std::vector<int>& heads, std::vector<uint8_t>* value_gradient,
+                         std::vector<char>* skipped) {
+  std::vector<uint8_t>& g = *value_gradient;
+  g.assign(t.values.size(), kNoGradient);
+  skipped->assign(t.nodes.size(), 0);
+  for (int h : heads) g[h] = kRealGradient;
+  for (size_t i = t.nodes.size(); i-- > 0;) {
+    const Node& n = t.nodes[i];
+    uint8_t s = kNoGradient;
+    for (int v : n.out) s = std::max(s, g[v]);
+    (*skipped)[i] = s == kZeroNode;
+    if (s == kNoGradient) continue;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const bool zero = s == kZeroNode || (k < 32 && (n.op->zero_grad_inputs >> k & 1u));
+      g[n.in[k]] = std::max<uint8_t>(g[n.in[k]], zero ? kZeroNode : kRealGradient);
+    }
+  }
+}
+
 std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,
                                               const std::vector<std::vector<int>>& head_sets,
-                                              const std::vector<char>& handed_on, bool fuse, std::string* op) {
+                                              const std::vector<char>& handed_on, const std::vector<char>& per_op,
+                                              bool fuse, std::string* op) {
   std::vector<char> op_by_op(parts, 0);
   if (!t.zero_grad_ops) return op_by_op;
   const size_t N = t.nodes.size(), V = t.values.size();
-  enum : uint8_t { kNone, kZero, kReal };  // a value's gradient: none, MXNet's zero node, an array
+  const uint8_t kNone = kNoGradient, kZero = kZeroNode, kReal = kRealGradient;
   auto zero_input = [&](const Node& n, size_t k) { return k < 32 && (n.op->zero_grad_inputs >> k & 1u); };
   std::vector<uint8_t> eager(V), graph(V);
   std::vector<char> skipped(N), part_reached(parts);
@@ -224,24 +244,17 @@ std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<
     return autograd_role(val.ext, &req) == AutogradRole::kHistory;
   };
   auto flag = [&](int part, const Node& n) {
+    if (per_op[part]) return;
     if (!op_by_op[part] && op->empty()) *op = n.op->name;
     op_by_op[part] = 1;
   };
   for (const auto& heads : head_sets) {
     // Eager: every op its own node; an op whose output gradients are all zero nodes is skipped.
-    std::fill(eager.begin(), eager.end(), kNone);
+    eager_gradient_pass(t, heads, &eager, &skipped);
     std::fill(part_reached.begin(), part_reached.end(), 0);
-    for (int h : heads) eager[h] = kReal;
-    for (size_t i = N; i-- > 0;) {
-      const Node& n = t.nodes[i];
-      uint8_t s = kNone;
-      for (int v : n.out) s = std::max(s, eager[v]);
-      skipped[i] = s == kZero;
-      if (s == kNone) continue;
-      part_reached[part_of_node[i]] = 1;
-      for (size_t k = 0; k < n.in.size(); ++k)
-        eager[n.in[k]] = std::max<uint8_t>(eager[n.in[k]], skipped[i] || zero_input(n, k) ? kZero : kReal);
-    }
+    for (size_t i = 0; i < N; ++i)
+      for (int v : t.nodes[i].out)
+        if (eager[v] != kNone) part_reached[part_of_node[i]] = 1;
     // Each reached part as one graph: its results arrive with arrays, and nnvm's pass skips
     // inside it as eager does, except for ops in our fused units (their gradient always runs).
     std::fill(graph.begin(), graph.end(), kNone);

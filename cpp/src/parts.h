@@ -1,5 +1,6 @@
 // A recorded segment as independent parts, each run as its own graph (see parts.cc).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,14 @@ std::string backward_could_do_more(const Trace& t, const std::vector<OutputSpec>
 // Decided once per op: OpInfo::zero_grad_inputs (Trace::zero_grad_ops: the trace holds one).
 uint32_t zero_gradient_inputs(const std::string& op);
 
+// Eager MXNet's gradient pass from `heads` (values of t) over the trace, every op its own
+// autograd node: per value, the gradient it gets (kNoGradient: none reaches it; kZeroNode:
+// only MXNet's zero nodes; kRealGradient: an array), and per node whether the pass skips its
+// backward (its output gradients are all zero nodes: CheckGradAllZero, see below).
+enum GradientKind : uint8_t { kNoGradient, kZeroNode, kRealGradient };
+void eager_gradient_pass(const Trace& t, const std::vector<int>& heads, std::vector<uint8_t>* value_gradient,
+                         std::vector<char>* skipped);
+
 // MXNet's gradient pass (nnvm Gradient with zero_ops, CheckGradAllZero in MakeNonlossGradNode)
 // gives an op whose output gradients are all such zero nodes zero nodes for its inputs instead
 // of running its backward: eagerly, ops whose results reach a head only through a comparison or
@@ -44,11 +53,13 @@ uint32_t zero_gradient_inputs(const std::string& op);
 // eager's gradient is 0 (fuzz seeds 414917, 212037). Inside one part nnvm's pass skips as eager
 // does, except through our fused units. `part_of_node`: per node its part (independent_parts);
 // `head_sets`: the heads of each backward to expect, as values of t; `handed_on`: per value,
-// whether it is a result of its part's graph (held, or read by another part). Returns per part
+// whether it is a result of its part's graph (held, or read by another part); `per_op`: per
+// part, whether MXNet records its ops one by one anyway (never flagged). Returns per part
 // whether it must run op by op (each op its own autograd node, as eager's), and in `op` the
 // first op concerned.
 std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,
                                               const std::vector<std::vector<int>>& head_sets,
-                                              const std::vector<char>& handed_on, bool fuse, std::string* op);
+                                              const std::vector<char>& handed_on, const std::vector<char>& per_op,
+                                              bool fuse, std::string* op);
 
 }  // namespace minpy

@@ -84,9 +84,13 @@ std::vector<PyObject*> out_arrays(PyObject* out) {
 // the previous segment (or like the scope's first op). In a loop the cuts then fall at the
 // same place in every iteration and the segments repeat: they hit the cache instead of
 // compiling anew. Without such an op the segment ends at twice segment_ops.
+// Not a trace recorded under autograd: a segment flushed before its backward is known runs with
+// each op its own autograd node, unfused (flush.cc, parts_recorded_per_op), where the whole
+// trace, flushed at backward(), runs as one graph with its gradient.
 bool segment_due(const ThreadState& ts) {
   const size_t every = R->cfg.segment_ops, n = ts.trace.nodes.size();
   if (every == 0 || n < every || ts.capturing) return false;  // a fragment capture is one unit
+  if (ts.trace.runs_recorded()) return false;
   if (n >= 2 * every) return true;
   const uint64_t anchor = ts.segment_anchor ? ts.segment_anchor : ts.trace.nodes.front().content;
   return ts.trace.nodes.back().content == anchor;

@@ -23,6 +23,8 @@ struct Stats {
   uint64_t background_launches = 0;  // executions handed to MXNet by the launcher thread (launch.h)
   uint64_t context_switches = 0;  // ops that continued or opened another context's trace (record.cc)
   uint64_t independent_parts = 0;  // graphs run for recorded segments split into independent parts (parts.h)
+  // recorded graphs run with each op its own autograd node, as eagerly (flush.cc, parts_recorded_per_op)
+  uint64_t per_op_autograd = 0;
   double compile_ms = 0;
   uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels run, and the recorded ops they stood for
   // backward() calls on pending work: run inside our graph (backward.h), or left to MXNet's
