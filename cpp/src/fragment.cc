@@ -489,9 +489,17 @@ std::string key_str(const Key128& k) {
 }
 
 // The variant's executor: shared with the jit() cache when the same graph is there.
+// A recorded variant launched directly is a node of MXNet's autograd graph whose backward is not
+// known at the launch: its ops are recorded one by one, unfused, as a recorded jit() segment
+// flushed before its backward (flush.cc, parts_recorded_per_op), so that a zero-gradient op
+// recorded later makes MXNet's pass skip them as eagerly (a static CachedOp node runs its whole
+// backward with zero arrays: NaN where eager's gradient is 0).
 void ensure_executor(FragmentState& F, Variant& v) {
   if (v.exe || v.eager_only || v.outputs.empty()) return;
-  auto cached = R->cache.find(v.key);
+  const bool per_op = v.recording;
+  Key128 key = v.key;
+  if (per_op) key.add(0x1D11AEDULL);  // as flush.cc keys such a graph
+  auto cached = R->cache.find(key);
   if (cached && cached->op) {
     v.exe = cached;
     return;
@@ -499,10 +507,10 @@ void ensure_executor(FragmentState& F, Variant& v) {
   std::vector<OutputSpec> specs = output_specs(v);
   LoweredGraph g;
   try {
-    auto exe = compile(v.trace, specs, &R->nondiff, R->cfg.fuse && !R->kernels.empty(), &g);
+    auto exe = compile(v.trace, specs, &R->nondiff, R->cfg.fuse && !R->kernels.empty() && !per_op, &g, per_op);
     exe->fused_kernels = g.kernel_calls;
     exe->fused_ops = g.kernel_ops;
-    exe->key = v.key;
+    exe->key = key;
     exe->site = F.name;
     exe->steps = steps_of(v.trace);
     for (const auto& o : v.outputs) exe->outputs.emplace_back(o.value, o.target_ext);
@@ -514,7 +522,7 @@ void ensure_executor(FragmentState& F, Variant& v) {
     exe->ir = print_graph(v.trace, g, specs, [](int loc) { return R->sources.str(loc); }, title);
     ++R->stats.cache_misses;
     R->stats.compile_ms += exe->compile_ms;
-    R->stats.cache_evictions += R->cache.insert(v.key, exe);
+    R->stats.cache_evictions += R->cache.insert(key, exe);
     v.exe = exe;
   } catch (const MXError& e) {
     v.eager_only = true;
@@ -645,6 +653,7 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   }
   ++exe.runs;
   ++R->stats.executions;
+  R->stats.per_op_autograd += exe.per_op_autograd;
   R->stats.fused_kernels += exe.fused_kernels;
   R->stats.fused_ops += exe.fused_ops;
   PyObject* out = finish_result(v, fresh, w);
