@@ -702,6 +702,36 @@ def test_op_input_error_dot_raised_at_recording_line():
     assert_mxnet_restored()
 
 
+@pytest.mark.parametrize("cond_shape", [(3, 4), (4,), (2, 4)], ids=["full", "first-axis-mismatch", "rows"])
+def test_where_condition_shape_checked_as_eager(cond_shape):
+    """where's shape function refuses a condition that is neither the data's shape nor a 1-d
+    selector of its first axis by returning false: eager MXNet raises at the call, and the
+    symbolic pass took it as complete once every shape was set (the recorded op's kernel then
+    killed the process with SIGFPE when it ran, for a (3, 4) condition with (1, 4) data)."""
+    cond = arr((rand(*cond_shape, seed=31) > 0).astype(np.float32))
+    x, y = arr(rand(1, 4, seed=32)), arr(rand(1, 4, seed=33))
+    with pytest.raises(MXNetError):
+        nd.where(cond, x, y).wait_to_read()
+    with pytest.raises(OpInputError) as ei:
+        with minpy_jit.jit():
+            line = here() + 1
+            nd.where(cond, x * 1, y)
+    frames = [f for f in traceback.extract_tb(ei.tb) if os.path.abspath(f.filename) == THIS_FILE]
+    assert frames[-1].lineno == line
+    msg = str(ei.value)
+    assert "where" in msg and str(cond_shape).replace(",)", ")") in msg and "(1, 4)" in msg, msg
+
+
+def test_where_with_a_first_axis_selector_is_recorded():
+    cond = arr(np.array([1, 0, 1], np.float32))
+    x, y = arr(rand(3, 4, seed=34)), arr(rand(3, 4, seed=35))
+    want = run_eager(lambda c, a, b: nd.where(c, a * 2, b), cond, x, y)
+    with minpy_jit.jit():
+        got = nd.where(cond, x * 2, y)
+    assert_same(want, got)
+    assert minpy_jit.stats()["fallbacks"] == {}, minpy_jit.stats()
+
+
 def test_op_input_error_broadcast_add():
     x, y = arr(rand(2, 3, seed=23)), arr(rand(4, 3, seed=24))
     ran = []

@@ -1,5 +1,6 @@
 #include "infer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "mxapi.h"
@@ -71,6 +72,15 @@ void parse_ctx_attr(const std::vector<Attr>& attrs, int* dev_type, int* dev_id) 
     *dev_id = id;
   }
 }
+
+namespace {
+
+bool where_condition_fits(const AVal& cond, const AVal& data) {
+  if (cond.ndim == data.ndim) return std::equal(cond.dims, cond.dims + cond.ndim, data.dims);
+  return cond.ndim == 1 && data.ndim >= 1 && cond.dims[0] == data.dims[0];
+}
+
+}  // namespace
 
 const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<Attr>& attrs, uint64_t attr_hash,
                                           const std::vector<const AVal*>& ins, bool np_shape) {
@@ -144,6 +154,14 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
       sig.why_not = "output shape depends on data";
       return sig;
     }
+    // A shape function refuses its inputs by returning false: eager MXNet raises ("Operator
+    // where inferring shapes failed."), but the symbolic pass reads false as "not known yet" and
+    // completes once every shape is set. where's condition must have the data's shape, or be a
+    // 1-d selector of its first axis (WhereOpShape); recorded otherwise, its kernel died of
+    // SIGFPE when it ran.
+    if (op.name == "where" && ins.size() == 3 && !where_condition_fits(*ins[0], *ins[1]))
+      throw MXError("Operator where inferring shapes failed: the condition's shape " + ins[0]->shape_str() +
+                    " is neither the data's " + ins[1]->shape_str() + " nor its first axis");
     sig.outs.resize(out_n);
     for (uint32_t o = 0; o < out_n; ++o) {
       if (out_nd[o] > AVal::kMaxDim || out_nd[o] < 0) {
