@@ -14,6 +14,7 @@
 // launch inside MXNet's own execution (seen to deadlock with CustomOps). It flushes only the
 // traces that hold an array the call passes to MXNet, which is what correctness needs.
 #include "backward.h"
+#include "failures.h"
 #include "fragment.h"
 #include "launch.h"
 #include "mxapi.h"
@@ -139,6 +140,26 @@ bool backward_in_our_graph(ThreadState& ts, PyObject* const* argv, Py_ssize_t na
   return backward_in_graph(ts, heads, head_grads, retain != 0, train != 0);
 }
 
+// MXInvokeCachedOpEx(op, num_inputs, inputs, ...): a hybridized block called under
+// autograd.record() on a 2-d array that may be a oneDNN-layout concat result, whose BatchNorm's
+// backward may fail (failures.h): the gradients of its inputs are watched.
+void watch_cached_op_gradients(PyObject* const* argv, Py_ssize_t nargs) {
+  bool rec = false;
+  long n = 0;
+  std::vector<NDArrayHandle> ins;
+  if (nargs < 3 || MXAutogradIsRecording(&rec) != 0 || !rec || !int_arg(argv[1], &n) || n < 1 ||
+      !handle_array_arg(argv[2], n, &ins))
+    return;
+  for (NDArrayHandle h : ins) {
+    int ndim = 0;
+    const int* dims = nullptr;
+    if (may_be_onednn_concat_result(h) && MXNDArrayGetShapeEx(h, &ndim, &dims) == 0 && ndim == 2) {
+      watch_gradients(ins);
+      return;
+    }
+  }
+}
+
 // Turns a C++ exception into the pending Python error.
 void set_python_error() {
   try {
@@ -158,6 +179,8 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
     if (capture_open())  // a @function fragment being captured touches array data: no replay
       note_data_access(py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1)).cast<std::string>().c_str());
     if (ts.flushing) wait_for_foreign_flush(ts);  // this call must see that flush's results
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(self, 1), "hybridized block") == 0)
+      watch_cached_op_gradients(argv, nargs);
     if (R->pending || launches_in_flight()) {
       std::string cause = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1));
       bool eager = false;
@@ -200,6 +223,15 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
   ++ts.in_mxnet;
   PyObject* result = PyObject_Vectorcall(fn, argv, static_cast<size_t>(nargs), nullptr);
   --ts.in_mxnet;
+  if (PyTuple_GET_ITEM(self, 2) == Py_True) {
+    try {
+      probe_gradients_after_backward();  // failures.h: a gradient may have failed to compute
+    } catch (...) {
+      Py_XDECREF(result);
+      set_python_error();
+      return nullptr;
+    }
+  }
   return result;
 }
 

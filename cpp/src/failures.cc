@@ -228,6 +228,77 @@ bool call_can_fail(FailRule rule, const std::vector<const AVal*>& inputs, const 
   }
 }
 
+namespace {
+
+// Storage chunks of recent onednn_concat_call results: a ring of the last kConcatResults.
+constexpr size_t kConcatResults = 256;
+struct ConcatResults {
+  std::vector<const void*> ring = std::vector<const void*>(kConcatResults, nullptr);
+  std::unordered_multiset<const void*> chunks;
+  size_t next = 0;
+};
+ConcatResults& concat_results() {
+  static ConcatResults* c = new ConcatResults();
+  return *c;
+}
+
+}  // namespace
+
+void note_onednn_concat_result(NDArrayHandle h) {
+  const void* chunk = h ? chunk_of(h) : nullptr;
+  if (!chunk) return;
+  ConcatResults& c = concat_results();
+  if (c.ring[c.next]) c.chunks.erase(c.chunks.find(c.ring[c.next]));
+  c.ring[c.next] = chunk;
+  c.chunks.insert(chunk);
+  c.next = (c.next + 1) % kConcatResults;
+}
+
+bool may_be_onednn_concat_result(NDArrayHandle h) {
+  const ConcatResults& c = concat_results();
+  return h && !c.chunks.empty() && c.chunks.count(chunk_of(h)) > 0;
+}
+
+namespace {
+
+// A 2-d concat along axis 1 (the parts' shapes decide whether oneDNN leaves its layout).
+bool onednn_concat_call(const Trace& t, const std::string& op_name, const std::vector<Attr>& attrs,
+                        const std::vector<int>& in) {
+  const bool np = op_name == "_npi_concatenate";
+  if (!np && op_name != "concat" && op_name != "Concat") return false;
+  if (in.size() < 2 || t.values[in[0]].aval.ndim != 2 || t.values[in[0]].aval.dev_type == kGPU) return false;
+  const std::string dim = attr_value(attrs, np ? "axis" : "dim", np ? "0" : "1");
+  return dim == "1" || dim == "-1";
+}
+
+// Whether value v may be a oneDNN-layout concat result: made by such a concat, through
+// Activations (oneDNN's keeps its input's layout), or an array remembered as one.
+bool onednn_concat_value(const Trace& t, int v) {
+  while (t.values[v].node >= 0) {
+    const Node& n = t.nodes[t.values[v].node];
+    if (n.op->name == "Activation" && !n.in.empty()) {
+      v = n.in[0];
+      continue;
+    }
+    return onednn_concat_call(t, n.op->name, n.attrs, n.in);
+  }
+  return may_be_onednn_concat_result(t.values[v].ext);
+}
+
+}  // namespace
+
+bool makes_onednn_concat_result(const Trace& t, const std::string& op_name, const std::vector<Attr>& attrs,
+                                const std::vector<int>& in) {
+  if (op_name == "Activation") return !in.empty() && t.values[in[0]].aval.ndim == 2 && onednn_concat_value(t, in[0]);
+  return onednn_concat_call(t, op_name, attrs, in);
+}
+
+bool batch_norm_backward_can_fail(const Trace& t, const std::string& op_name, int data) {
+  if (!t.recording || (op_name != "BatchNorm" && op_name != "_npx_batch_norm")) return false;
+  const AVal& a = t.values[data].aval;
+  return a.ndim == 2 && a.dev_type != kGPU && onednn_concat_value(t, data);
+}
+
 OpInfo& failing_twin(const OpInfo& op) {
   static std::unordered_map<const OpInfo*, std::unique_ptr<OpInfo>> twins;
   auto& twin = twins[&op];
@@ -272,6 +343,10 @@ struct Suspects {
     if (!s.hold && MXShallowCopyNDArray(h, &s.hold) != 0) s.hold = nullptr;
   }
   std::vector<ProbeFlags*> probes;  // pending or finished, not yet collected
+  // Gradient buffers (owned handles) of the variables recorded per-op runs read, to probe after
+  // the next backward() (probe_gradients_after_backward).
+  std::vector<NDArrayHandle> gradients;
+  std::unordered_set<const void*> gradient_chunks;  // theirs: each buffer once, however many runs
 
   // Forgets the arrays whose latest probe ran (it runs only if no error is there); frees
   // the probes MXNet is done with (after that it touches none).
@@ -421,12 +496,40 @@ void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
   // Suspects this trace only read whose last probe found an error: probe them again (the
   // error may have been read since, which clears it).
   Suspects& s = suspects();
+  // Recorded under autograd: a backward over these ops may fail too (or read what failed), so
+  // the variables' gradient buffers are probed after the next backward().
+  if (t.recording) {
+    std::vector<NDArrayHandle> externals;
+    for (const Value& v : t.values)
+      if (v.node < 0 && v.ext) externals.push_back(v.ext);
+    watch_gradients(externals);
+  }
   for (const Value& v : t.values) {
     if (v.node >= 0 || !v.ext) continue;
     auto it = s.chunks.find(chunk_of(v.ext));
     if (it != s.chunks.end() && !it->second.probe) arrays.push_back(v.ext);
   }
   s.probe(arrays);
+}
+
+void watch_gradients(const std::vector<NDArrayHandle>& arrays) {
+  Suspects& s = suspects();
+  for (NDArrayHandle h : arrays) {
+    NDArrayHandle g = nullptr;
+    if (!h || MXNDArrayGetGrad(h, &g) != 0 || !g) continue;
+    if (s.gradient_chunks.insert(chunk_of(g)).second) s.gradients.push_back(g);
+    else MXNDArrayFree(g);
+  }
+}
+
+void probe_gradients_after_backward() {
+  Suspects& s = suspects();
+  if (s.gradients.empty()) return;
+  std::vector<NDArrayHandle> grads;
+  grads.swap(s.gradients);
+  s.gradient_chunks.clear();
+  s.probe(grads);  // they hold their own views now
+  for (NDArrayHandle g : grads) MXNDArrayFree(g);
 }
 
 bool any_suspect(const std::vector<NDArrayHandle>& arrays) {

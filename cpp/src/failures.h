@@ -39,6 +39,28 @@ bool reduce_can_fail(const AVal& input, const std::vector<Attr>& attrs);
 // The rule of an op, decided once from its name (OpInfo::fail_rule); kNever for most.
 FailRule fail_rule(const std::string& op_name);
 
+// BatchNorm's backward fails in MXNet 1.9.1 ("Check failed: !is_view", ndarray.cc:649; fuzz seeds
+// 1148047, 1310057, 1423199) when its 2-d data is a oneDNN-layout result of concat along axis 1,
+// directly or through oneDNN's Activation (which keeps the layout); whether concat leaves that
+// layout depends on the parts' shapes, so every such concat counts. The forward runs and the first
+// read of a gradient raises, eagerly; a compiled graph would hand the error to all its results.
+//   makes_onednn_concat_result: a call whose result may be one: concat of 2-d parts along axis 1,
+//   or Activation of a value that may be one (`in`: the call's input values in `t`);
+//   note_onednn_concat_result: its result array (remembered by storage chunk, a bounded set);
+//   may_be_onednn_concat_result: an array that may be one (a reused chunk: op by op, still exact);
+//   batch_norm_backward_can_fail: a BatchNorm recorded under autograd whose data value `data` of
+//   `t` is one (made in the trace or before it).
+bool makes_onednn_concat_result(const Trace& t, const std::string& op_name, const std::vector<Attr>& attrs,
+                                const std::vector<int>& in);
+void note_onednn_concat_result(NDArrayHandle h);
+bool may_be_onednn_concat_result(NDArrayHandle h);
+bool batch_norm_backward_can_fail(const Trace& t, const std::string& op_name, int data);
+
+// The gradient buffers of these arrays (those that are variables) are probed after the next
+// backward() (probe_gradients_after_backward): a BatchNorm above ran as MXNet's own op (an eager
+// fallback, a hybridized block), whose backward may fail.
+void watch_gradients(const std::vector<NDArrayHandle>& arrays);
+
 // Whether this call of an op may fail at run time on these inputs: tile or a reduction over
 // too many axes (above), a scalar slice assignment or a 4-d image op given more than 5 axes,
 // a oneDNN concat or BatchNorm given more than 6, sort/argsort of float16 on CPU ("This
@@ -63,6 +85,12 @@ std::string needs_per_op_run(const Trace& t, const std::vector<OutputSpec>& outp
 // After a per-op run of the trace: the arrays its failing-capable part wrote become
 // suspects, and one probe is pushed to learn when they are clean.
 void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs);
+
+// MXNet's backward() has just run (after the pending work was flushed): the gradient buffers of
+// the variables read by the recorded per-op runs since the last one become suspects, probed. A
+// gradient can fail to compute where the forward did not (BatchNorm over a oneDNN-layout concat
+// result), and MXNet's engine then leaves the error on those buffers as on any op's outputs.
+void probe_gradients_after_backward();
 
 // Whether any of the arrays may hold an error a per-op run left there (one launch of a
 // compiled graph reading it would carry the error into all its results).

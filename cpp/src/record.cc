@@ -492,6 +492,35 @@ void enter_context_trace(ThreadState& ts, PyObject* ndargs, PyObject* keys, PyOb
     flush_thread(ts, "context switch", user_site());
 }
 
+// A BatchNorm that MXNet runs (a fallback) under autograd.record() on 2-d data that may be a
+// oneDNN-layout concat result: its backward may fail, so the gradients of its inputs are watched.
+void watch_batch_norm_gradients(const Trace& t, const OpInfo& op, PyObject* ndargs) {
+  const Py_ssize_t n = PySequence_Size(ndargs);
+  if (n < 1) {
+    PyErr_Clear();
+    return;
+  }
+  std::vector<NDArrayHandle> handles;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    py::object a = py::reinterpret_steal<py::object>(PySequence_GetItem(ndargs, i));
+    if (!a || !is_ndarray(a.ptr())) {
+      PyErr_Clear();
+      return;
+    }
+    handles.push_back(handle_of(a.ptr()));
+  }
+  auto it = t.slots.find(t.canonical(handles[0]));
+  bool may_fail = false;
+  if (it != t.slots.end()) {
+    may_fail = batch_norm_backward_can_fail(t, op.name, it->second.value);
+  } else if (may_be_onednn_concat_result(handles[0])) {
+    int ndim = 0;
+    const int* dims = nullptr;
+    may_fail = MXNDArrayGetShapeEx(handles[0], &ndim, &dims) == 0 && ndim == 2;
+  }
+  if (may_fail) watch_gradients(handles);
+}
+
 // Runs the call through MXNet's own imperative path (after flushing), counted by op and reason.
 py::object fallback(const py::args& args, const OpInfo& op, const std::string& why) {
   ++R->stats.fallbacks[op.name];
@@ -658,8 +687,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     writes_ones_into_gamma = true;
     for (const Attr& a : attrs)
       if (a.key == "fix_gamma") writes_ones_into_gamma = !(a.val == "False" || a.val == "false" || a.val == "0");
-    if (writes_ones_into_gamma && t.runs_recorded())
+    if (writes_ones_into_gamma && t.runs_recorded()) {
+      watch_batch_norm_gradients(t, op, ndargs);
       return fallback(args, op, "fix_gamma writes ones into gamma, under autograd.record()");
+    }
   }
 
   // Inputs: the value each array holds now; new arrays become external inputs.
@@ -773,7 +804,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     }
   }
   if (op.no_symbolic_form && !ours) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
-  if (!ours && op.fail_rule != FailRule::kNever && call_can_fail(op.fail_rule, in_avals, attrs)) {
+  if (!ours && ((op.fail_rule != FailRule::kNever && call_can_fail(op.fail_rule, in_avals, attrs)) ||
+                (!in.empty() && batch_norm_backward_can_fail(t, op.name, in[0])))) {
     if (errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
     ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
   }
@@ -844,6 +876,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   for (int mi : sig->mutable_inputs)
     if (mi < nin && t.values[in[mi]].node >= 0) return flush_and_retry(ts, op, args);
 
+  const bool onednn_concat = (op.fail_rule == FailRule::kAnyInputOver6AxesOnCpu || op.name == "Activation") &&
+                             makes_onednn_concat_result(t, op.name, attrs, in);
   int first = append_node(ts, rec_op, std::move(attrs), attr_hash, in, *sig);
   t.note_user_op(op.hash);
   std::vector<int> outs;
@@ -853,7 +887,11 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     write_into(t, in_objs[1], em.node("ones_like", {}, {in[1]}));
   }
   mark.done = true;
-  return bind_results(ts, outs, out_objs, out, is_np, as_list);
+  if (!onednn_concat) return bind_results(ts, outs, out_objs, out, is_np, as_list);
+  py::object result = bind_results(ts, outs, out_objs, out, is_np, as_list);
+  PyObject* arr = out_objs.empty() ? result.ptr() : out_objs[0];
+  if (is_ndarray(arr)) note_onednn_concat_result(handle_of(arr));  // failures.h: BatchNorm's backward
+  return result;
 }
 
 
