@@ -4,6 +4,7 @@
         --progress tests/stress/out/fuzz-0of2.json
     PYTHONPATH=. .venv/bin/python tests/stress/fuzz.py --programs 100 --show 17   # print program 17
     PYTHONPATH=. .venv/bin/python tests/stress/fuzz.py --check 17                  # run one seed
+    PYTHONPATH=. .venv/bin/python tests/stress/fuzz.py --eager-only 17    # eagerly, minpy_jit never imported
 
 Each program comes from a seed (fuzz_gen.py: every recorded op family, in-place writes, views,
 autograd, Gluon blocks and Trainers, random ops, optimizer updates, fused chains, scalars that
@@ -258,6 +259,20 @@ def worker(args):
         "ops_recorded", "flushes", "cache_hits", "cache_misses", "cache_evictions", "executions", "eager_replays",
         "background_launches", "fallbacks", "fused_kernels")}}) + "\n")
     out.flush()
+
+
+def eager_only(seed):
+    """--eager-only: SEED's eager run alone, in this process, with minpy_jit never imported (a
+    stand-in module answers the harness's `import minpy_jit`): a crash here is MXNet's own."""
+    import types
+    assert "minpy_jit" not in sys.modules, "--eager-only must run before anything imports minpy_jit"
+    stand_in = types.ModuleType("minpy_jit")
+    stand_in.OpInputError = type("OpInputError", (Exception,), {})  # X() asks; nothing raises it
+    sys.modules["minpy_jit"] = stand_in
+    prog = fuzz_gen.generate(seed)
+    eager = harness().run(compile_program(prog), prog.seed, use_jit=False)
+    print("eager run ended (minpy_jit's extension loaded: %s); eager exceptions: %s"
+          % ("minpy_jit._core" in sys.modules, _eager_exceptions(eager)))
 
 
 def _eager_exceptions(eager):
@@ -540,6 +555,8 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="show the worker's stderr")
     ap.add_argument("--show", type=int, metavar="SEED", help="print the program of SEED and exit")
     ap.add_argument("--check", type=int, metavar="SEED", help="run SEED in this process and print the result")
+    ap.add_argument("--eager-only", type=int, metavar="SEED",
+                    help="run SEED eagerly only, minpy_jit never imported (does a crash happen in MXNet alone?)")
     ap.add_argument("--history", type=int, metavar="SEED",
                     help="replay SEED after the programs its worker ran before it, minimise those, write "
                          "DIR/history_seedSEED.py (see fuzz_history.py); with --shard, --start, --restart-every "
@@ -564,6 +581,9 @@ def main():
         prog = fuzz_gen.generate(args.show)
         print(prog.source())
         print("# config %r, exact %r, families %s" % (prog.config, prog.exact, sorted(prog.families())))
+        return
+    if args.eager_only is not None:
+        eager_only(args.eager_only)
         return
     if args.check is not None:
         prog = fuzz_gen.generate(args.check)
