@@ -482,3 +482,31 @@ def test_held_result_of_an_array_that_joined_the_graph_keeps_its_history():
     r = run_both(prog, nd.array([[0.5]]), nd.array(rand(1, 3, seed=1)), nd.ones((5, 3)), nd.ones((5, 3)))
     assert r.eager[0] == ["MXNetError"]
     assert_same(*r, rtol=0)
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_failed_call_before_a_recorded_segment_keeps_the_add_gradient(fuse):
+    # seed 1608827: `dot(a8, a14)` outside record() failed its shape check (OpInputError: no node
+    # recorded) after registering a8 in the empty trace, not recording; the next segment, recorded,
+    # began with a8 already there, so its grad_req='add' was never read (Value::adds_gradient, a bit
+    # of the trace key): tanh's fused backward overwrote a8.grad instead of adding to it (0.14
+    # where eager has 0.28 after two backward passes).
+    def prog(x, w):
+        grad_leaf(x, "add")
+        x.grad[:] = 1.0
+        events = []
+        for _ in range(2):
+            caught(events, nd.dot, x, w)  # (4, 1) x (2, 2): refused
+            with autograd.record():
+                y = nd.tanh(x) * 2.0
+            y.backward()
+        return events, x.grad
+
+    old = minpy_jit.config()["fuse"]
+    minpy_jit.config(fuse=fuse)
+    try:
+        r = run_both(prog, nd.array(rand(4, 1, seed=3)), nd.ones((2, 2)))
+    finally:
+        minpy_jit.config(fuse=old)
+    assert r.eager[0] == ["MXNetError", "MXNetError"]
+    assert_same(*r, rtol=0)

@@ -9,6 +9,23 @@ bool adds_to_gradient(NDArrayHandle h) {
   return !autograd_peek_works() || (autograd_role(h, &req) == AutogradRole::kVariable && req == 3 /* kAddTo */);
 }
 
+void Trace::start(bool rec, bool train, bool np) {
+  recording = rec, training = train, np_shape = np;
+  key = Key128();
+  key.add(0x5eed0000ULL | (rec ? 1 : 0) | (train ? 2 : 0) | (np ? 4 : 0));
+  for (size_t id = 0; id < values.size(); ++id)
+    if (values[id].node < 0) key_external(static_cast<int>(id));
+}
+
+// An external input's part of the key, and (recording) its gradient role.
+void Trace::key_external(int id) {
+  Value& v = values[id];
+  key.add(0xE0000000ULL + static_cast<uint64_t>(id));
+  key.add(hash_aval(v.aval));
+  v.adds_gradient = recording && v.ext && adds_to_gradient(v.ext);
+  if (v.adds_gradient) key.add(0xADD00000ULL + static_cast<uint64_t>(id));
+}
+
 int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
   auto it = slots.find(h);
   if (it != slots.end()) {
@@ -21,12 +38,7 @@ int Trace::value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out) {
   v.home = h;
   int id = static_cast<int>(values.size());
   values.push_back(v);
-  key.add(0xE0000000ULL + static_cast<uint64_t>(id));
-  key.add(hash_aval(v.aval));
-  if (recording) {
-    values.back().adds_gradient = adds_to_gradient(h);
-    if (values.back().adds_gradient) key.add(0xADD00000ULL + static_cast<uint64_t>(id));
-  }
+  key_external(id);
   Slot& s = slots[h];
   s.value = id;
   s.ext_value = id;

@@ -167,15 +167,14 @@ class Trace {
     return canonical_grad(h);
   }
 
-  // Begin a trace segment under the given autograd and shape-semantics state.
-  void start(bool rec, bool train, bool np) {
-    recording = rec, training = train, np_shape = np;
-    key = Key128();
-    key.add(0x5eed0000ULL | (rec ? 1 : 0) | (train ? 2 : 0) | (np ? 4 : 0));
-  }
+  // Begin a trace segment under the given autograd and shape-semantics state. Arrays a call
+  // registered before it failed (OpInputError: no node recorded) stay external inputs, keyed and
+  // given their gradient role again under the new state (fuzz seed 1608827).
+  void start(bool rec, bool train, bool np);
 
   // The value an array holds now, registering it as an external input if new.
   int value_of(NDArrayHandle h, const AVal* known_aval, Slot** slot_out);
+  void key_external(int id);  // value_of's and start()'s: an external input's key part and role
 
   // Appends a node; returns the id of its first output value.
   int add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_hash, const std::vector<int>& in,
