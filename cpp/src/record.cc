@@ -437,7 +437,7 @@ bool touches_parked(const ThreadState& ts, PyObject* ndargs, PyObject* out) {
     Py_DECREF(a);  // still referenced by `ndargs`
   }
   for (PyObject* a : arrays) {
-    if (!PyObject_HasAttrString(a, "handle")) continue;
+    if (!is_ndarray(a)) continue;
     NDArrayHandle h = handle_of(a);
     for (const Trace& p : ts.parked)
       if (p.slots.count(p.canonical(h))) return true;
@@ -458,8 +458,8 @@ void enter_context_trace(ThreadState& ts, PyObject* ndargs, PyObject* keys, PyOb
   const bool parks = ts.capturing == 0 && (dev_type == kCPU || dev_type == kGPU) &&
                      (!open || now_type == kCPU || now_type == kGPU);
   if (!parks) {
-    if (open && (dev_type != now_type || dev_id != now_id)) flush_thread(ts, "context switch", user_site());
-    else if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
+    if ((open && (dev_type != now_type || dev_id != now_id)) || !ts.parked.empty())
+      flush_thread(ts, "context switch", user_site());
     return;
   }
   if (!open || dev_type != now_type || dev_id != now_id) {
@@ -887,10 +887,9 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     write_into(t, in_objs[1], em.node("ones_like", {}, {in[1]}));
   }
   mark.done = true;
-  if (!onednn_concat) return bind_results(ts, outs, out_objs, out, is_np, as_list);
   py::object result = bind_results(ts, outs, out_objs, out, is_np, as_list);
   PyObject* arr = out_objs.empty() ? result.ptr() : out_objs[0];
-  if (is_ndarray(arr)) note_onednn_concat_result(handle_of(arr));  // failures.h: BatchNorm's backward
+  if (onednn_concat && is_ndarray(arr)) note_onednn_concat_result(handle_of(arr));  // failures.h: BatchNorm's backward
   return result;
 }
 
