@@ -681,3 +681,32 @@ def test_context_is_a_guard():
     info = _core.fragment_info(f.fragments[0].handle)
     assert info["misses"] == 2 and len(info["variants"]) == 2, info
     assert "context cpu(0) -> cpu(1)" in info["last_miss"], info["last_miss"]
+
+
+def test_explain_lists_the_grad_req_guard_of_a_recorded_fragment():
+    """A fragment recorded under autograd.record() guards whether each array it reads is a
+    grad_req='add' variable (its compiled backward adds instead of writing): explain shows it,
+    and a flip from 'write' to 'add' is a new variant whose gradient equals eager's."""
+    @minpy_jit.function
+    def f(w):
+        return (nd.tanh(w) * 3).sum()
+
+    def grads(call, req):
+        w = arr(np.linspace(-1, 1, 6, dtype=np.float32))
+        w.attach_grad(grad_req=req)
+        w.grad[:] = 1
+        with autograd.record():
+            y = call(w)
+        y.backward()
+        return w.grad.asnumpy()
+
+    assert_same(grads(f.original, "write"), grads(f, "write"))
+    text = str(f.explain(arr(np.zeros(6, np.float32))))
+    assert "grad_req not 'add'" in text, text
+    assert_same(grads(f.original, "add"), grads(f, "add"))
+    w = arr(np.zeros(6, np.float32))
+    w.attach_grad(grad_req="add")
+    with autograd.record():
+        text = str(f.explain(w))
+    # the 'write' and the 'add' variant recorded, beside the one captured outside record()
+    assert "grad_req 'add'" in text and "grad_req not 'add'" in text and "3 variants" in text, text

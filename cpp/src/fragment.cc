@@ -1188,7 +1188,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
 
 // ------------------------------------------------------------------ info
 
-py::dict guard_info(const GuardNode& n) {
+py::dict guard_info(const GuardNode& n, const Variant& v) {
   py::dict d;
   static const char* kinds[] = {"array", "value", "id", "type", "seq", "dict", "len", "freshgrad"};
   d["kind"] = kinds[n.kind];
@@ -1198,6 +1198,9 @@ py::dict guard_info(const GuardNode& n) {
   switch (n.kind) {
     case GuardNode::kArray:
       cond = "shape " + n.aval.shape_str() + ", " + dtype_name(n.aval.dtype) + ", " + ctx_str(n.aval.dev_type, n.aval.dev_id);
+      // read under autograd recording: whether it is a grad_req='add' variable is guarded too
+      if (n.leaf >= 0 && static_cast<size_t>(n.leaf) < v.adds_gradient.size() && v.adds_gradient[n.leaf] >= 0)
+        cond += v.adds_gradient[n.leaf] ? ", grad_req 'add'" : ", grad_req not 'add'";
       break;
     case GuardNode::kValue:
       cond = "== " + repr_of(n.expected.ptr()) + " (" + type_name(n.type) + ")";
@@ -1228,7 +1231,7 @@ py::dict guard_info(const GuardNode& n) {
 py::dict variant_info(FragmentState& F, Variant& v, bool compile_graph) {
   py::dict d;
   py::list guards;
-  for (const auto& n : v.guards) guards.append(guard_info(n));
+  for (const auto& n : v.guards) guards.append(guard_info(n, v));
   d["guards"] = guards;
   d["recording"] = v.recording;
   d["training"] = v.training;
