@@ -491,6 +491,51 @@ def test_unsupported_functions_run_under_jit_with_the_reason():
 
 # ------------------------------------------------------------------ threads
 
+def test_each_decorated_function_counts_its_own_recompiles(capsys):
+    """A function with boundaries runs in a jit() scope of its own, whose compiles count against
+    recompile_limit. Closures made by one factory share a name and a line (and so would two
+    files of one name): each decorated function is still a site of its own, with its own
+    counter, and its log lines say which one."""
+    def make(k):
+        @minpy_jit.function
+        def f(x):
+            y = x * k
+            print("", end="")   # boundary: the function runs in its own scope
+            return y + x.sum()
+        return f
+
+    first, second = make(2.0), make(3.0)
+    assert first.site != second.site and second.site.startswith(first.site.split(" (")[0])
+    minpy_jit.config(recompile_limit=4, log="recompiles")
+    try:
+        for f in (first, second):
+            for rows in (1, 2, 3, 4, 1, 2):  # four graphs at the scope's flush #0, each function
+                both(f, arr(rand(rows, 3, seed=rows)), calls=1)
+    finally:
+        minpy_jit.config(log="")
+    sites = minpy_jit.stats()["sites"]
+    for f in (first, second):
+        assert sites[f.site] == {"compiles": 4, "eager": False}, sites
+    err = capsys.readouterr().err
+    assert "WARNING" not in err, err
+    assert second.site in err
+
+
+def test_functions_of_one_name_and_line_in_two_files_are_two_sites(tmp_path):
+    import importlib.util
+    sites = []
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        path = tmp_path / d / "same_name.py"
+        path.write_text("import minpy_jit\n@minpy_jit.function\ndef f(x):\n    return x * 2\n")
+        spec = importlib.util.spec_from_file_location("same_name_%s" % d, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sites.append(mod.f.site)
+        both(mod.f, arr(rand(3)), calls=2)
+    assert sites[0] != sites[1] and "same_name.py:2" in sites[0], sites
+
+
 def test_threads_calling_one_function():
     @minpy_jit.function
     def f(x, k):

@@ -26,6 +26,7 @@ a Gluon block's call a fragment (see BlockFunction).
 """
 import functools
 import os
+import threading
 import types
 
 from mxnet.gluon.block import Block
@@ -36,6 +37,20 @@ from . import analyze, codegen
 from .fragment import MAX_REFUSALS, Fragment
 
 _LOG_KEEP = 64
+
+# Decorations made so far per site text: a scope's recompile counters and its lifted-scalar
+# decisions are kept per site (runtime.h's Site), and two functions with one name at one line
+# (closures made by one factory, files of one name in two directories) must not share them.
+_site_counts = {}
+_site_lock = threading.Lock()
+
+
+def _own_site(text):
+    """`text` for the first function decorated there, `text #n` for the n-th."""
+    with _site_lock:
+        n = _site_counts.get(text, 0) + 1
+        _site_counts[text] = n
+    return text if n == 1 else "%s #%d" % (text, n)
 
 
 class Function:
@@ -50,7 +65,7 @@ class Function:
         self.original = fn
         code = getattr(fn, "__code__", None)
         where = "%s:%d" % (os.path.basename(code.co_filename), code.co_firstlineno) if code else "?"
-        self.site = "@function %s (%s)" % (name or getattr(fn, "__qualname__", repr(fn)), where)
+        self.site = _own_site("@function %s (%s)" % (name or getattr(fn, "__qualname__", repr(fn)), where))
         self.breaks = {}          # line -> why the statement there stays Python (graph breaks)
         self.messages = []        # recent log lines (explain shows them)
         self.fallback_reason = None
