@@ -299,6 +299,10 @@ bool batch_norm_backward_can_fail(const Trace& t, const std::string& op_name, in
   return a.ndim == 2 && a.dev_type != kGPU && onednn_concat_value(t, data);
 }
 
+bool view_input_can_fail(const std::string& op_name, int input) {
+  return op_name == "_copyto" || op_name == "RNN" || (op_name == "Deconvolution" && input == 1);
+}
+
 OpInfo& failing_twin(const OpInfo& op) {
   static std::unordered_map<const OpInfo*, std::unique_ptr<OpInfo>> twins;
   auto& twin = twins[&op];
@@ -510,6 +514,10 @@ void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
     if (it != s.chunks.end() && !it->second.probe) arrays.push_back(v.ext);
   }
   s.probe(arrays);
+}
+
+void probe_arrays(const std::vector<NDArrayHandle>& arrays) {
+  if (!arrays.empty()) suspects().probe(arrays);
 }
 
 void watch_gradients(const std::vector<NDArrayHandle>& arrays) {

@@ -56,6 +56,20 @@ void note_onednn_concat_result(NDArrayHandle h);
 bool may_be_onednn_concat_result(NDArrayHandle h);
 bool batch_norm_backward_can_fail(const Trace& t, const std::string& op_name, int data);
 
+// Ops MXNet 1.9.1 fails while they run ("Check failed: !is_view", ndarray.cc) when an input is a
+// view (a row, slice or reshape) of an array oneDNN left in its own blocked layout: CopyFromTo
+// (`_copyto`: astype, copy, copyto, nd.array(x), x[:] = y, as_in_context to another context),
+// any array of RNN, Deconvolution's weight (measured on every legacy and numpy op:
+// tests/stress/find_onednn_view_failures.py; fuzz seed 1654348). Which arrays have that layout
+// (results of Convolution, Deconvolution, Pooling, some concats, and of Activation or BatchNorm
+// over them) is known only once they are computed, so such a call reading a view runs as
+// MXNet's op where it is called, and its results are probed (probe_arrays).
+bool view_input_can_fail(const std::string& op_name, int input);
+
+// Pushes a probe over the arrays (an eager call that may have failed while it runs wrote them):
+// they are suspects until it has seen them clean.
+void probe_arrays(const std::vector<NDArrayHandle>& arrays);
+
 // The gradient buffers of these arrays (those that are variables) are probed after the next
 // backward() (probe_gradients_after_backward): a BatchNorm above ran as MXNet's own op (an eager
 // fallback, a hybridized block), whose backward may fail.

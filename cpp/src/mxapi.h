@@ -45,6 +45,10 @@ void* data_of(NDArrayHandle h, size_t bytes);
 bool data_peek_works();
 //   same_array: two handles of one array (NDArray::IsSame: chunk, offset, shape, dtype).
 bool same_array(NDArrayHandle a, NDArrayHandle b);
+//   is_view: NDArray::IsView (a slice, row or reshape of an array: its storage has another shape or
+//   it starts inside it), read with libmxnet.so's chunk layout; trusted only when view_peek_works().
+bool is_view(NDArrayHandle h);
+bool view_peek_works();
 //   in_autograd_graph: whether autograd knows the array (MXNet refuses to overwrite it while
 //   recording, and an op reading it under record() joins the graph); see record.cc.
 bool in_autograd_graph(NDArrayHandle h);

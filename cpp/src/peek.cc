@@ -22,6 +22,7 @@
 #define MSHADOW_USE_CBLAS 0
 #define MSHADOW_USE_CUDA 0
 #include <cstddef>
+#include <cstring>
 #include <mxnet/imperative.h>
 #include <mxnet/ndarray.h>
 
@@ -123,6 +124,94 @@ bool chunk_identity_works() {
     if (view) MXNDArrayFree(view);
     MXNDArrayFree(a);
     MXNDArrayFree(b);
+    return ok;
+  }();
+  return works;
+}
+
+namespace {
+
+// NDArray::reuse_ (IsView: an array made by AsArray is not a view) is private; named through an
+// explicit instantiation, as entry_ below.
+struct ReuseMember {
+  using type = bool mxnet::NDArray::*;
+  friend type reuse_member(ReuseMember);
+};
+template <typename Tag, typename Tag::type M>
+struct ExposeReuse {
+  friend typename Tag::type reuse_member(Tag) { return M; }
+};
+template struct ExposeReuse<ReuseMember, &mxnet::NDArray::reuse_>;
+
+// NDArray::Chunk::storage_shape as libmxnet.so lays the chunk out. This file is compiled without
+// MKLDNN, and the wheel's Chunk has a std::shared_ptr (mkl_mem_) before that member, so this
+// compiler's offset is not the library's. This compiler's is where storage_shape() of a sparse
+// array points (an address, nothing read); the library's is the first of that offset and the
+// next words (all inside the library's larger chunk) that holds the shapes of arrays made through
+// the C API. -1: not found.
+long probe_storage_shape_offset() {
+  const uint32_t sparse_shape[] = {4, 2};
+  int aux_type = 6;  // int64 row indices
+  uint32_t aux_ndim = 1, aux_shape[] = {0};
+  NDArrayHandle sparse = nullptr;
+  if (MXNDArrayCreateSparseEx(1 /* row_sparse */, sparse_shape, 2, 1, 0, 1, 0, 1, &aux_type, &aux_ndim, aux_shape,
+                              &sparse) != 0)
+    return -1;
+  const auto* sp = static_cast<const mxnet::NDArray*>(sparse);
+  const long own = reinterpret_cast<const char*>(&sp->storage_shape()) - static_cast<const char*>(chunk_of(sparse));
+  MXNDArrayFree(sparse);
+  const uint32_t shapes[][3] = {{3, 5, 1}, {7, 1, 1}, {2, 9, 4}};
+  const uint32_t ndims[] = {2, 1, 3};
+  NDArrayHandle arrays[3] = {nullptr, nullptr, nullptr};
+  long found = -1;
+  bool made = true;
+  for (int k = 0; k < 3; ++k) made = made && MXNDArrayCreateEx(shapes[k], ndims[k], 1, 0, 1, 0, &arrays[k]) == 0;
+  for (long off = own; made && found < 0 && off <= own + 32; off += 8) {
+    bool all = true;
+    for (int k = 0; k < 3 && all; ++k) {
+      const char* at = static_cast<const char*>(chunk_of(arrays[k])) + off;
+      int ndim = 0;
+      std::memcpy(&ndim, at, sizeof ndim);  // Tuple::ndim_ first: checked before the Tuple is read
+      all = ndim == static_cast<int>(ndims[k]);
+      for (uint32_t d = 0; all && d < ndims[k]; ++d)
+        all = (*reinterpret_cast<const mxnet::TShape*>(at))[d] == static_cast<int64_t>(shapes[k][d]);
+    }
+    if (all) found = off;
+  }
+  for (NDArrayHandle h : arrays)
+    if (h) MXNDArrayFree(h);
+  return found;
+}
+
+long storage_shape_offset() {
+  static const long offset = probe_storage_shape_offset();
+  return offset;
+}
+
+}  // namespace
+
+// NDArray::IsView with libmxnet.so's chunk layout: a slice, a row, or a reshape of an array.
+bool is_view(NDArrayHandle h) {
+  const auto* arr = static_cast<const mxnet::NDArray*>(h);
+  if (arr->is_none() || arr->storage_type() != mxnet::kDefaultStorage || arr->*reuse_member(ReuseMember()))
+    return false;
+  if (arr->byte_offset() > 0) return true;
+  const char* chunk = static_cast<const char*>(chunk_of(h));
+  return arr->shape() != *reinterpret_cast<const mxnet::TShape*>(chunk + storage_shape_offset());
+}
+
+bool view_peek_works() {
+  static const bool works = [] {
+    if (storage_shape_offset() < 0) return false;
+    const uint32_t shape[] = {4, 3};
+    NDArrayHandle a = nullptr, row = nullptr, rows = nullptr, all_rows = nullptr, reshaped = nullptr;
+    const int64_t flat[] = {12};
+    bool ok = MXNDArrayCreateEx(shape, 2, 1, 0, 1, 0, &a) == 0 && !is_view(a) && MXNDArrayAt(a, 1, &row) == 0 &&
+              is_view(row) && MXNDArraySlice(a, 0, 2, &rows) == 0 && is_view(rows) &&
+              MXNDArraySlice(a, 0, 4, &all_rows) == 0 && !is_view(all_rows) &&
+              MXNDArrayReshape64(a, 1, const_cast<int64_t*>(flat), false, &reshaped) == 0 && is_view(reshaped);
+    for (NDArrayHandle h : {a, row, rows, all_rows, reshaped})
+      if (h) MXNDArrayFree(h);
     return ok;
   }();
   return works;

@@ -529,6 +529,19 @@ py::object fallback(const py::args& args, const OpInfo& op, const std::string& w
   return R->orig_invoke(*args);
 }
 
+// A fallback whose op may fail while it runs: its results are probed, so that a later trace
+// reading one runs op by op until the probe has seen it clean (failures.h), as after a per-op run.
+py::object fallback_that_can_fail(const py::args& args, const OpInfo& op, const std::string& why) {
+  py::object result = fallback(args, op, why);
+  std::vector<NDArrayHandle> written;
+  std::vector<PyObject*> arrays = out_arrays(args[4].ptr());
+  if (arrays.empty()) arrays = out_arrays(result.ptr());
+  for (PyObject* a : arrays)
+    if (is_ndarray(a)) written.push_back(handle_of(a));
+  probe_arrays(written);
+  return result;
+}
+
 // A call that needs one of its inputs materialised first: flush, then record it again.
 py::object flush_and_retry(ThreadState& ts, const OpInfo& op, const py::args& args) {
   flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
@@ -744,6 +757,30 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   for (Py_ssize_t i = 1; i < nin; ++i)
     if (in_avals[i]->dev_type != in_avals[0]->dev_type || in_avals[i]->dev_id != in_avals[0]->dev_id)
       return fallback(args, op, "inputs on different contexts");
+
+  // A view of an array oneDNN may have left in its layout, read by an op that fails on such a
+  // view, or written by `_copyto` (failures.h): MXNet's op runs it, as eagerly. A view is always
+  // an external input (making one flushes).
+  // A copy to another context is MXNet's op anyway (below), not probed: its result is read by the
+  // next graph on that context (a data-parallel step's batch slice), which would run op by op
+  // whenever the copy had not run yet (README, Errors).
+  auto a_view = [](NDArrayHandle h) { return !view_peek_works() || is_view(h); };
+  std::vector<PyObject*> copy_targets;
+  if (op.name == "_copyto" && nin == 1) {
+    copy_targets = out_arrays(out);
+    for (PyObject* o : copy_targets) {
+      const AVal target = is_ndarray(o) ? aval_of(handle_of(o)) : *in_avals[0];
+      if (target.dev_type != in_avals[0]->dev_type || target.dev_id != in_avals[0]->dev_id) copy_targets.clear();
+    }
+  }
+  const bool copy_here = op.name != "_copyto" || (nin == 1 && !copy_targets.empty());
+  for (Py_ssize_t i = 0; i < nin && copy_here; ++i)
+    if (t.values[in[i]].node < 0 && in_avals[i]->dev_type != kGPU && view_input_can_fail(op.name, static_cast<int>(i)) &&
+        a_view(handle_of(in_objs[i])))
+      return fallback_that_can_fail(args, op, "reads a view (MXNet's op fails on a view of a oneDNN-layout array)");
+  for (PyObject* o : copy_targets)
+    if (in_avals[0]->dev_type != kGPU && is_ndarray(o) && a_view(handle_of(o)))
+      return fallback_that_can_fail(args, op, "writes a view (MXNet's copy fails into a view of a oneDNN-layout array)");
 
   // MXNet's _copyto (astype, copy, copyto, as_in_context) has _copyto as its backward, whose
   // kernel (CopyFromToSimple) ignores the request: eager's backward overwrites the gradient of a
