@@ -276,3 +276,28 @@ def test_function_replayed_under_record_then_a_comparison():
     for e, j in zip(prog(body), prog(minpy_jit.function(body))):
         assert np.array_equal(e.view(np.uint32), j.view(np.uint32)), (e, j)
     assert minpy_jit.stats()["per_op_autograd"] > before  # replayed, not run as Python
+
+
+def test_autograd_grad_behind_a_comparison_beside_a_float64_update():
+    """Fuzz seed 1654883: broadcast_power(x, x) of x < 0 (NaN, and NaN in its backward) compared
+    with -0.75, a float64 nag_mom_update recorded beside it under record() (an op outside the
+    gradient graph: the segment before it is flushed before its backward is known), then
+    autograd.grad from the comparison. Eager's gradient is 0; jit() gave NaN while such a segment
+    ran as one static CachedOp (before c74b5b2). Through autograd.grad here, as through backward()
+    in test_zero_gradient_recorded_after_a_flush."""
+    def prog(x, w, g, m):
+        x.attach_grad()
+        with autograd.record():
+            s = nd.sigmoid(x)
+            p = nd.broadcast_power(x, x)
+            nd.nag_mom_update(w, g, m, lr=0.37, momentum=0.9, out=w)
+            c = p == -0.75
+        grads = autograd.grad(c, [x])
+        return [grads[0], x.grad, s, p, c, w, m]
+    rs = np.random.RandomState(1654883)
+    f64 = [nd.array(rs.uniform(-2, 2, (2, 4, 4)), dtype="float64") for _ in range(2)]
+    r = run_both(prog, nd.array([[-0.29761305, -0.7666539]]), f64[0], f64[1],
+                 nd.array(rs.uniform(0, 0.5, (2, 4, 4)), dtype="float64"))
+    assert_same(*r, rtol=0)
+    assert not np.isnan(r[1][0].asnumpy()).any()
+    assert _per_op(r.stats)

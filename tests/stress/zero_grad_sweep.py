@@ -1,6 +1,6 @@
 """Random recorded programs with zero-gradient heads and early flushes, eager vs jit() (on demand).
 
-    PYTHONPATH=. python tests/stress/zero_grad_sweep.py [PROGRAMS] [FIRST_SEED]
+    PYTHONPATH=. python tests/stress/zero_grad_sweep.py [PROGRAMS] [FIRST_SEED] [grad|backward|retain|two]
     MXNET_CPU_TEMP_COPY=64 PYTHONPATH=. python tests/stress/zero_grad_sweep.py 2000
 
 Each program records, under autograd.record(), a few ops on variables (grad_req 'write' or 'add',
@@ -9,8 +9,9 @@ backward runs that eager's skips), with early flushes between them (a read, wait
 minpy_jit.flush(), an sgd_update on plain arrays: an op outside the gradient graph, an
 nd.array made inside the scope), then zero-gradient ops (comparisons, floor, argmax, argsort,
 BlockGrad, uniform_like, where's condition, ...), and runs backward() (sometimes with
-retain_graph, sometimes two heads, sometimes autograd.grad) from a zero head or a sum of a zero
-and a real one. It compares every variable's gradient, every value and the error raised, bit for
+retain_graph, sometimes two heads) or autograd.grad (one head or several, head_grads, some of the
+variables, create_graph False or True -- then sometimes a backward through the gradients' graph --,
+retain_graph and a second call) from a zero head or a sum of a zero and a real one. It compares every variable's gradient, every value and the error raised, bit for
 bit (NaN equal to NaN), and prints each differing seed with the program's lines; seeds within
 2e-6 relative (our fused tanh/sigmoid/exp/log kernels, a few ulps from MXNet's) and seeds where
 only the sign of a zero differs (-0 where eager has +0: a sum with a zero array where eager's pass
@@ -53,13 +54,15 @@ FLUSHES = [
     "nd.waitall()",
     "FLUSH()",
     "nd.sgd_update(PW, PG, lr=0.1, out=PW)",
+    "nd.nag_mom_update(PW64, PG64, PM64, lr=0.37, momentum=0.9, out=PW64)",  # float64 (fuzz seed 1654883)
     "PA = nd.array([1.0, 2.0])",
     "{0}.wait_to_read()",
 ]
 
 
-def generate(seed):
-    """The program's lines (run inside `with J():`) and its inputs."""
+def generate(seed, only_kind=None):
+    """The program's lines (run inside `with J():`) and its inputs; only_kind ("grad", ...) forces
+    the way the gradient is taken."""
     rs = np.random.RandomState(seed)
     n_vars = rs.randint(1, 4)
     inputs = [rs.choice(SPECIAL, size=(3, 4)).astype(np.float32) for _ in range(n_vars)]
@@ -92,6 +95,7 @@ def generate(seed):
         heads.append(name)
     vals += heads
     kind = rs.choice(["backward", "backward", "retain", "two", "grad"])
+    kind = only_kind or kind
     h = heads[0]
     if kind == "backward":
         lines.append("%s.backward()" % h)
@@ -101,15 +105,47 @@ def generate(seed):
     elif kind == "two":
         lines.append("autograd.backward([%s])" % ", ".join(heads))
     else:
-        lines.append("GR = autograd.grad(%s, [x0], retain_graph=False)" % h)
-        vals.append("GR[0]")
+        lines += grad_call(np.random.RandomState(seed + 7919), heads, n_vars, vals)
     return inputs, reqs, lines, vals
 
 
-def run(seed, use_jit):
-    inputs, reqs, lines, vals = generate(seed)
+def grad_call(rs, heads, n_vars, vals):
+    """autograd.grad in its forms: one head or several, head_grads or none, some of the variables
+    in any order, create_graph False or True, retain_graph; with create_graph=True the gradients'
+    own graph is then used (a backward from their sum into the variables' buffers)."""
+    lines = []
+    hs = heads if rs.rand() < 0.5 else [heads[rs.randint(len(heads))]]
+    xs = ["x%d" % i for i in rs.permutation(n_vars)[:rs.randint(1, n_vars + 1)]]
+    args = ["[%s]" % ", ".join(hs), "[%s]" % ", ".join(xs)]
+    if rs.rand() < 0.5:
+        args.append("head_grads=[%s]" % ", ".join("nd.ones_like(%s) * %s" % (h, rs.choice(["0.5", "-2.0", "0.0"]))
+                                                     for h in hs))
+    create = rs.rand() < 0.4
+    retain = rs.rand() < 0.3
+    args.append("create_graph=%s" % create)
+    if retain:
+        args.append("retain_graph=True")
+    if create:
+        lines.append("with autograd.record():")
+        lines.append("    GR = autograd.grad(%s)" % ", ".join(args))
+        if rs.rand() < 0.5:
+            lines.append("    GS = %s" % " + ".join("nd.sum(GR[%d])" % k for k in range(len(xs))))
+            lines.append("GS.backward()")
+            vals.append("GS")
+    else:
+        lines.append("GR = autograd.grad(%s)" % ", ".join(args))
+    if retain:
+        lines.append("GR2 = autograd.grad([%s], [%s])" % (hs[0], xs[0]))
+        vals.append("GR2[0]")
+    vals += ["GR[%d]" % k for k in range(len(xs))]
+    return lines
+
+
+def run(seed, use_jit, only_kind=None):
+    inputs, reqs, lines, vals = generate(seed, only_kind)
     env = {"nd": nd, "autograd": autograd, "FLUSH": minpy_jit.flush if use_jit else (lambda: None),
-           "PW": nd.ones((2,)), "PG": nd.ones((2,))}
+           "PW": nd.ones((2,)), "PG": nd.ones((2,)), "PW64": nd.ones((2, 4), dtype="float64"),
+           "PG64": nd.full((2, 4), 0.5, dtype="float64"), "PM64": nd.zeros((2, 4), dtype="float64")}
     for i, (a, req) in enumerate(zip(inputs, reqs)):
         x = nd.array(a)
         x.attach_grad(grad_req=req)
@@ -126,6 +162,7 @@ def run(seed, use_jit):
     for i in range(len(inputs)):
         observed.append(("x%d.grad" % i, env["x%d" % i].grad))
     observed.append(("PW", env["PW"]))
+    observed.append(("PW64", env["PW64"]))
     for v in vals:
         try:
             observed.append((v, eval(v, env)))
@@ -147,11 +184,12 @@ def same(a, b, signed_zeros, rtol=0.0):
         if a.dtype.kind != "f":
             return np.array_equal(a, b)
         both_nan = np.isnan(a) & np.isnan(b)
+        bits = "u%d" % a.itemsize  # float32 or float64 (the nag_mom_update's weights)
         if rtol:
             return bool(np.allclose(a, b, rtol=rtol, atol=0, equal_nan=True))
         if signed_zeros:
-            return bool(((a.view(np.uint32) == b.view(np.uint32)) | both_nan).all())
-        return bool(((a == b) | both_nan).all() and (a.view(np.uint32)[a != 0] == b.view(np.uint32)[a != 0]).all())
+            return bool(((a.view(bits) == b.view(bits)) | both_nan).all())
+        return bool(((a == b) | both_nan).all() and (a.view(bits)[a != 0] == b.view(bits)[a != 0]).all())
     return type(a) is type(b) and (a is None or a == b)
 
 
@@ -169,15 +207,16 @@ def difference(a_run, b_run, signed_zeros=True, rtol=0.0):
 def main():
     programs = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    only_kind = sys.argv[3] if len(sys.argv) > 3 else None  # backward, retain, two or grad
     minpy_jit.config(recompile_limit=10 ** 9)
     differing, unsteady, zero_signs, ulps = [], [], [], []
     for seed in range(first, first + programs):
         if os.environ.get("SWEEP_VERBOSE"):
             print("seed", seed, flush=True)
-        eager = run(seed, False)
-        jitted = run(seed, True)
+        eager = run(seed, False, only_kind)
+        jitted = run(seed, True, only_kind)
         diff = difference(eager, jitted, signed_zeros=False)
-        if diff and difference(eager, run(seed, False)):  # eager MXNet itself (gemm2 into 'add')
+        if diff and difference(eager, run(seed, False, only_kind)):  # eager MXNet itself (gemm2 into 'add')
             unsteady.append(seed)
         elif diff and not difference(eager, jitted, rtol=2e-6):
             ulps.append(seed)  # our fused tanh/sigmoid/exp/log: a few float32 ulps from MXNet's (README)
