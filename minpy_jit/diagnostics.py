@@ -69,6 +69,10 @@ def config(**options):
     direct_updates: a Trainer update with nothing recorded before it is pushed to MXNet's
           engine as one operation running our kernel, not recorded as a graph (default
           True; False records it, for comparison: the same results, bit for bit)
+    reads_keep_recorded: a read (asnumpy, wait_to_read, waitall) of a pure recorded forward
+          before its backward() runs a copy of it without autograd and keeps the trace open, so
+          the backward still sees the whole forward, fused (default True; False flushes it,
+          each op then its own autograd node)
     fuse: run elementwise chains and optimizer updates in our own kernels (default True;
           False gives MXNet's kernels everywhere, bit for bit; changing it empties the cache)
     """

@@ -154,6 +154,7 @@ py::dict stats_dict() {
   d["context_switches"] = s.context_switches;
   d["independent_parts"] = s.independent_parts;
   d["per_op_autograd"] = s.per_op_autograd;
+  d["reads_kept_open"] = s.reads_kept_open;
   size_t pooled = 0;
   for (const auto& kv : R->pool.buckets) pooled += kv.second.arrays.size();
   d["pooled_arrays"] = pooled;  // recycled lazy arrays kept for reuse (no data)
@@ -305,6 +306,7 @@ PYBIND11_MODULE(_core, m) {
     for (auto& kv : R->sites) kv.second = Site();  // entries stay: threads point at them
     R->seen_positions.clear();
     R->backward_built.clear();
+    R->reads_not_kept.clear();
   });
   m.def("configure", [](py::dict kw) {
     for (auto item : kw) {
@@ -315,6 +317,7 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "async_launch") R->cfg.async_launch = v.cast<bool>();
       else if (k == "backward_in_graph") R->cfg.backward_in_graph = v.cast<bool>();
       else if (k == "whole_step") R->cfg.whole_step = v.cast<bool>();
+      else if (k == "reads_keep_recorded") R->cfg.reads_keep_recorded = v.cast<bool>();
       else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
@@ -337,6 +340,7 @@ PYBIND11_MODULE(_core, m) {
     d["async_launch"] = R->cfg.async_launch;
     d["backward_in_graph"] = R->cfg.backward_in_graph;
     d["whole_step"] = R->cfg.whole_step;
+    d["reads_keep_recorded"] = R->cfg.reads_keep_recorded;
     d["direct_updates"] = R->cfg.direct_updates;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;

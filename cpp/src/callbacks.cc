@@ -213,7 +213,8 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
         handles_in(argv, nargs, &handles);
         flush_holders(handles, cause, eager);
       } else if (!ts.busy) {
-        flush_all(cause, eager);
+        const bool read = cause == "asnumpy" || cause == "wait_to_read" || cause == "waitall";
+        if (eager || !read || !read_keeps_recorded_trace(ts, cause)) flush_all(cause, eager);
       }
     }
   } catch (...) {

@@ -574,6 +574,11 @@ void run_current(ThreadState& ts, const std::string& cause, const std::string& w
   }
   FlushingGuard guard(ts);
   if (!counted) ++R->stats.flushes[cause];
+  // A trace a read kept open that now runs with no backward known: its forward ran twice.
+  if (t.peeked && t.runs_recorded() && (ts.backward_retains || ts.backward_heads.empty())) {
+    if (R->reads_not_kept.size() >= 4096) R->reads_not_kept.clear();
+    R->reads_not_kept.insert(t.peek_key);
+  }
   struct Release {  // whatever happens below, the trace is released
     Trace& t;
     ~Release() { release_trace(t); }
@@ -664,6 +669,51 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     if (!first_error) first_error = std::current_exception();
   }
   if (first_error) std::rethrow_exception(first_error);
+}
+
+// Why: a recorded trace flushed before its backward is known must run with each op its own
+// autograd node (parts_recorded_per_op: a later zero-gradient op or a backward that does not
+// reach all of it would otherwise run more of its gradient than eager's pass), unfused. A read
+// of the loss before loss.backward() is the common such flush. Instead the read gets the
+// trace's results from a copy run without autograd (fused, one static graph), and the trace
+// stays open: whatever follows is recorded into it as if there had been no read, and it runs
+// whole later, with its backward known (in our graph, or MXNet's with its heads). The copy's
+// values are the trace's own: only pure traces qualify (no random draws, no writes into
+// existing arrays, no updates, nothing that can fail at run time), so running them twice
+// gives the same arrays the same values and changes nothing else. One such run per trace: a
+// second read after more ops were recorded flushes it, as does any other call; a trace read
+// so that then ran without a known backward is not kept again (Runtime::reads_not_kept).
+bool read_keeps_recorded_trace(ThreadState& ts, const std::string& cause) {
+  Trace& t = ts.trace;
+  if (!R->cfg.reads_keep_recorded || ts.flushing || ts.busy || !t.runs_recorded() || !ts.parked.empty() ||
+      R->pending != t.nodes.size() || launches_in_flight() || (ts.site && ts.site->eager))
+    return false;
+  if (t.peeked == t.nodes.size()) return true;  // nothing recorded since: every held result is in its array
+  if (t.peeked || t.can_fail || R->reads_not_kept.count(t.key.a)) return false;
+  for (const Node& n : t.nodes) {
+    if (n.op->effectful || n.op->can_fail || n.op->update || !n.mutated.empty()) return false;
+    for (NDArrayHandle h : n.targets)
+      if (h) return false;  // writes an existing array
+  }
+  for (const auto& kv : t.slots)
+    if (!kv.second.ours && kv.second.value != kv.second.ext_value) return false;
+  Trace copy = t;  // shares the slots' owners: never released, only run
+  copy.recording = false;
+  copy.key.add(0x9EE4EADULL);  // the graph without autograd: its own cache entry
+  {
+    FlushingGuard guard(ts);
+    try {
+      run_trace(ts, copy, cause + " (recorded trace kept open)", user_site(), false);
+    } catch (...) {
+      return false;  // the flush that follows runs it as usual, and raises what it raises
+    }
+  }
+  for (const auto& kv : copy.slots)  // never recycled into the pool (see release_trace)
+    if (kv.second.written) t.slots.at(kv.first).written = true;
+  t.peeked = t.nodes.size();
+  t.peek_key = t.key.a;
+  ++R->stats.reads_kept_open;
+  return true;
 }
 
 void flush_all(const std::string& cause, bool force_eager) {

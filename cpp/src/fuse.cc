@@ -462,12 +462,19 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
   // fused or not). Two reads add up to the same bits in either order; with more, MXNet's
   // order of summation is its graph's, which a fused unit would change: such values stay
   // with MXNet's ops.
+  // A backward node's heads count as read once (their gradient from outside, the head
+  // gradient); the variables and head-gradient arrays it also reads get no contribution from it.
   std::vector<char> many_contributions;
   if (t.recording) {
     std::vector<int> reads(t.values.size(), 0);
-    for (size_t i = 0; i < n_nodes; ++i)
-      if (live[i] && (t.backward < 0 || static_cast<int>(i) <= t.backward))  // not the update after it
-        for (int v : t.nodes[i].in) ++reads[v];
+    for (size_t i = 0; i < n_nodes; ++i) {
+      if (!live[i] || (t.backward >= 0 && static_cast<int>(i) > t.backward)) continue;  // not the update after it
+      const Node& n = t.nodes[i];
+      size_t counted = n.in.size();
+      if (static_cast<int>(i) == t.backward)
+        counted = std::min(counted, static_cast<size_t>(std::max(0, std::atoi(attr_value(n.attrs, "num_heads", "0").c_str()))));
+      for (size_t k = 0; k < counted; ++k) ++reads[n.in[k]];
+    }
     many_contributions.assign(t.values.size(), 0);
     for (size_t v = 0; v < t.values.size(); ++v) many_contributions[v] = reads[v] > 2;
   }

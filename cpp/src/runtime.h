@@ -36,6 +36,10 @@ struct Config {
   bool async_launch = true;  // hand cached segments to MXNet from a background thread (launch.h)
   bool backward_in_graph = true;  // run backward() with its forward as one graph (backward.h)
   bool whole_step = true;  // ... and leave that graph open, so the optimizer update joins it
+  // A read of a pending recorded trace before its backward() is known runs it without autograd
+  // and keeps it open (flush.cc, read_keeps_recorded_trace): the backward, when it comes, still
+  // sees the whole forward, fused, instead of ops already recorded one by one.
+  bool reads_keep_recorded = true;
   bool direct_updates = true;  // launch a Trainer update with nothing recorded before it directly (update_launch.h)
 };
 
@@ -136,6 +140,9 @@ struct Runtime {
   std::string mxnet_dir;  // the mxnet package's directory (how callbacks.cc recognises MXNet's threads)
   std::string kernels;  // path of the kernel library MXNet loaded, "" until then (fusion needs it)
   size_t pending = 0;  // recorded, unflushed ops over all threads
+  // Keys of recorded traces (Trace::peek_key) a read kept open that then ran without a known
+  // backward: the forward ran twice for nothing, so a read of such a trace flushes it.
+  std::unordered_set<uint64_t> reads_not_kept;
 };
 
 extern Runtime* R;
@@ -167,6 +174,11 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
 // Runs the current trace only (backward.cc: the heads' context), leaving other contexts' pending.
 void flush_current(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager = false);
 void flush_all(const std::string& cause, bool force_eager = false);
+// A read (asnumpy, wait_to_read, waitall) while this thread's only pending work is a recorded
+// trace with no backward yet, whose ops are pure: runs a copy of it without autograd, so the
+// read sees its results, and keeps the trace open (Config::reads_keep_recorded). True if the
+// read needs nothing more; false: flush as usual.
+bool read_keeps_recorded_trace(ThreadState& ts, const std::string& cause);
 // Another thread is flushing this trace: waits (without the GIL) until it has handed the
 // trace's work to MXNet, so that what this thread does next comes after it. No-op otherwise.
 void wait_for_foreign_flush(ThreadState& ts);

@@ -25,6 +25,7 @@ struct Stats {
   uint64_t independent_parts = 0;  // graphs run for recorded segments split into independent parts (parts.h)
   // recorded graphs run with each op its own autograd node, as eagerly (flush.cc, parts_recorded_per_op)
   uint64_t per_op_autograd = 0;
+  uint64_t reads_kept_open = 0;  // reads of a recorded trace that ran a copy and kept it open (flush.cc)
   double compile_ms = 0;
   uint64_t fused_kernels = 0, fused_ops = 0;  // our kernels run, and the recorded ops they stood for
   // backward() calls on pending work: run inside our graph (backward.h), or left to MXNet's

@@ -146,6 +146,11 @@ class Trace {
   // autograd (its gradients are graph outputs), though its ops were recorded under it.
   int backward = -1;
   bool can_fail = false;  // holds an op that may fail at run time (failures.h)
+  // A read before backward() ran the recorded trace without autograd and left it open
+  // (flush.cc, read_keeps_recorded_trace): its first `peeked` nodes' results are in their
+  // arrays already; the trace still runs whole, under autograd or with its backward, later.
+  size_t peeked = 0;
+  uint64_t peek_key = 0;  // the trace's key when it was read so (Runtime::reads_not_kept)
   bool zero_grad_ops = false;  // holds an op whose gradient is a zero node for some input (parts.h)
   // The gradient buffers a pending backward node writes (backward.cc keeps the trace open
   // past backward() so that the update joins the graph), by storage chunk. Code reading a
@@ -199,6 +204,8 @@ class Trace {
     backward = -1;
     grad_buffers.clear();
     can_fail = false;
+    peeked = 0;
+    peek_key = 0;
     zero_grad_ops = false;
     user_ops = 0;
     user_ops_hash = 0;
