@@ -2,14 +2,17 @@
 one process, and as 2 dist_sync workers (+1 server on loopback), eager vs jit(), in one run;
 then how the cost of a step grows with the number of parameter arrays pushed (50, 200, 800).
 
-    .venv/bin/python benchmarks/data_parallel.py [--quick] [--json out.json]
+    .venv/bin/python benchmarks/data_parallel.py [--quick] [--skip-dist] [--rounds N] [--json out.json]
 
 W3: batch 64 (32 per context or worker), 784-256-256-10, ReLU, softmax cross-entropy (mean),
 plain SGD lr 0.1. The per-sample losses are summed by backward and the Trainer divides by 64,
 which is the mean over the whole batch however it is split. Every single-process setup first
 trains CHECK_STEPS steps from the reference's initial weights and is checked against the
-float64 NumPy reference (reference.py); jit() must also equal eager. The dist_sync workers
-check that they end with the same weights.
+float64 NumPy reference (reference.py); jit() must also equal eager. The dist_sync jobs run
+one mode each, eager (no minpy_jit scope: MXNet alone, its server included) and jit() (the
+kvstore initialised inside the scope, so the server runs our C updater for SGD:
+minpy_jit/server_updates.py), alternately, --rounds jobs per mode; every worker of every job
+must end with the same weights, bit for bit.
 
 Reported per setup: ms per step and steps/s (medians of interleaved repeats; a timed call is 5 steps in a row
 then nd.waitall(), so that kvstore traffic may overlap the next step as it does in a training loop), the ratio of
@@ -254,62 +257,59 @@ def _why(s):
 
 # ------------------------------------------------------------------------------ dist_sync workers
 
-def dist_worker(out_dir, repeats, inner, update_on):
-    """One worker of the dist job: W3 on its half of the batch, eager and jit() steps timed in
-    alternating blocks of `inner` steps (both workers run the same sequence: dist_sync steps
-    in lockstep), then fenced trainer.step() times. update_on: 'server' (the Trainer's default
-    for dist kvstores: the servers run the optimizer) or 'workers' (update_on_kvstore=False:
-    the servers sum the gradients, each worker updates). Writes rank<r>.json."""
+def dist_worker(out_dir, repeats, inner, update_on, mode):
+    """One worker of a dist job that steps W3 on its half of the batch in one mode: eager (no
+    minpy_jit scope anywhere: what MXNet alone does, its servers included) or jit() (the kvstore
+    initialised inside the scope, as a Trainer's first step inside jit() does it, so that the
+    servers run our C updater: minpy_jit/server_updates.py). Both workers run the same
+    sequence (dist_sync steps in lockstep): blocks of `inner` steps timed, then fenced
+    forward+backward and trainer.step() times. update_on: 'server' (the Trainer's default for
+    dist kvstores: the servers run the optimizer) or 'workers' (update_on_kvstore=False: the
+    servers sum the gradients, each worker updates). Writes rank<r>.json and rank<r>.npz (the
+    final weights, compared across the eager and jit() jobs)."""
     kv = mx.kv.create("dist_sync")
     rank, workers = kv.rank, kv.num_workers
     x, y = w3_data()
     per = BATCH // workers
     x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
     net = w3_net([mx.cpu()])
-    # One net and one Trainer stepped both ways: a process has one dist kvstore, whose keys
-    # are the Trainer's parameter indices. The Trainer divides by the whole batch.
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR}, kvstore=kv,
                             update_on_kvstore=None if update_on == "server" else False)
     # The kvstore initialised before the first step, with a wait for rank 0's push of the
     # weights before the barrier (MXNet's lazy initialisation does not wait: see README).
-    trainer._check_and_rescale_grad(trainer._scale / BATCH)
-    trainer._init_kvstore()
-    trainer._init_params()
+    with minpy_jit.jit() if mode == "jit" else _Nothing():
+        trainer._check_and_rescale_grad(trainer._scale / BATCH)
+        trainer._init_kvstore()
+        trainer._init_params()
     nd.waitall()
     kv._barrier()
-    setups = {m: Setup(m, [mx.cpu()], net, x, y, {}, trainer=trainer) for m in MODES}
-    for s in setups.values():
-        s.batch = BATCH
-    for m in MODES:
-        for _ in range(3):
-            setups[m].step()
-    misses = misses_after_step_two(setups["jit"])
-    per_step = {m: [] for m in MODES}
-    kv_ms = {m: [] for m in MODES}
+    setup = Setup(mode, [mx.cpu()], net, x, y, {}, trainer=trainer)
+    setup.batch = BATCH
+    for _ in range(3):
+        setup.step()
+    misses = misses_after_step_two(setup)  # 10 steps in eager too: both jobs train the same steps
     minpy_jit.reset_stats()
-    cpu = {m: [] for m in MODES}
+    per_step, cpu = [], []
     servers = local_server_pids() if rank == 0 else []
-    server_cpu = {m: 0.0 for m in MODES}  # summed over all blocks: /proc counts in clock ticks (10 ms)
+    server_cpu = 0.0  # summed over all blocks: /proc counts in clock ticks (10 ms)
     for _ in range(repeats):
-        for m in MODES:
-            s0 = sum(cpu_seconds(p) for p in servers)
-            per_step[m].append(with_cpu_time(lambda: setups[m].steps(inner), cpu[m])() / inner * 1e3)
-            server_cpu[m] += sum(cpu_seconds(p) for p in servers) - s0
+        s0 = sum(cpu_seconds(p) for p in servers)
+        per_step.append(with_cpu_time(lambda: setup.steps(inner), cpu)() / inner * 1e3)
+        server_cpu += sum(cpu_seconds(p) for p in servers) - s0
     st = minpy_jit.stats()
-    fb_ms = {m: [] for m in MODES}
+    kv_ms, fb_ms = [], []
     for _ in range(repeats):
-        for m in MODES:
-            kv_ms[m].append(setups[m].fenced_update() * 1e3)
-            fb_ms[m].append(setups[m].fenced_forward_backward() * 1e3)
-    weights = setups["eager"].weights()
-    result = dict(rank=rank, ms={m: statistics.median(v) for m, v in per_step.items()},
-                  cpu_ms={m: statistics.median(v) / inner * 1e3 for m, v in cpu.items()},
-                  spread={m: (max(v) - min(v)) / statistics.median(v) for m, v in per_step.items()},
-                  kvstore_update_ms={m: statistics.median(v) for m, v in kv_ms.items()},
-                  forward_backward_ms={m: statistics.median(v) for m, v in fb_ms.items()},
-                  server_cpu_ms={m: v / (repeats * inner) * 1e3 for m, v in server_cpu.items()} if servers else None,
-                  misses_after_step_2=misses, kvstore_stats=st["kvstore"],
-                  flushes=st["flushes"], checksum=[float(np.float64(w).sum()) for w in weights])
+        kv_ms.append(setup.fenced_update() * 1e3)
+        fb_ms.append(setup.fenced_forward_backward() * 1e3)
+    weights = setup.weights()
+    np.savez(os.path.join(out_dir, "rank%d.npz" % rank), *weights)
+    result = dict(rank=rank, mode=mode, ms=statistics.median(per_step),
+                  cpu_ms=statistics.median(cpu) / inner * 1e3,
+                  spread=(max(per_step) - min(per_step)) / statistics.median(per_step),
+                  kvstore_update_ms=statistics.median(kv_ms), forward_backward_ms=statistics.median(fb_ms),
+                  server_cpu_ms=server_cpu / (repeats * inner) * 1e3 if servers else None,
+                  misses_after_step_2=misses if mode == "jit" else None, kvstore_stats=st["kvstore"],
+                  flushes=st["flushes"])
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(result, f)
 
@@ -340,34 +340,69 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_dist(quick, update_on):
+def dist_job(quick, update_on, mode):
+    """One job (scheduler, 1 server, 2 workers) in one mode: each rank's result and weights."""
     out = tempfile.mkdtemp(prefix="minpy_dp_")
     repeats, inner = (7, 10) if quick else (9, 20)
-    cmd = [sys.executable, os.path.abspath(__file__), "--dist-worker", out, str(repeats), str(inner), update_on]
+    cmd = [sys.executable, os.path.abspath(__file__), "--dist-worker", out, str(repeats), str(inner), update_on, mode]
     env = {"PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     res = launcher.run(cmd, num_workers=2, num_servers=1, timeout=900, env=env, capture=True, check=False)
     if res.error:
         tail = "\n".join("[%s] %s" % (n, l) for n, lines in res.output.items() for l in lines[-10:])
         raise SystemExit("dist job failed: %s\n%s" % (res.error, tail))
     ranks = [json.load(open(os.path.join(out, "rank%d.json" % r))) for r in range(2)]
-    agree = ranks[0]["checksum"] == ranks[1]["checksum"]
-    ms = {m: max(r["ms"][m] for r in ranks) for m in MODES}  # a step ends when the slower worker's does
-    cpu_ms = {m: sum(r["cpu_ms"][m] for r in ranks) for m in MODES}  # both workers' CPU per step
-    kv = {m: max(r["kvstore_update_ms"][m] for r in ranks) for m in MODES}
+    weights = []
+    for r in range(2):
+        with np.load(os.path.join(out, "rank%d.npz" % r)) as z:
+            weights.append([z["arr_%d" % i] for i in range(len(z.files))])
+    server_lines = [l for n, lines in res.output.items() if n.startswith("server") for l in lines]
+    c_updater = any("runs the C updater" in l for l in server_lines)
+    return dict(ranks=ranks, weights=weights, c_updater=c_updater, repeats=repeats, inner=inner)
+
+
+def run_dist(quick, update_on, rounds):
+    """Eager and jit() jobs alternately, `rounds` of each (a job runs one mode: its servers
+    serve that mode only); per mode the median over its jobs of the slower worker's median."""
+    jobs = {m: [] for m in MODES}
+    for _ in range(rounds):
+        for m in MODES:
+            jobs[m].append(dist_job(quick, update_on, m))
+    ref = jobs["eager"][0]["weights"][0]
+    # dist_sync: every worker of every job pulls the same weights after the same steps
+    agree = all(all(np.array_equal(a, b) for a, b in zip(w, ref))
+                for js in jobs.values() for j in js for w in j["weights"])
+
+    def med(field, pick):
+        return {m: statistics.median(pick(r[field] for r in j["ranks"]) for j in js) for m, js in jobs.items()}
+
+    ms = med("ms", max)  # a step ends when the slower worker's does
+    cpu_ms = med("cpu_ms", sum)  # both workers' CPU per step
+    kv = med("kvstore_update_ms", max)
+    fb = med("forward_backward_ms", statistics.mean)
+    kv_mean = med("kvstore_update_ms", statistics.mean)
+    # rank 0 reads the server's CPU time from /proc (None if the server is not on this machine)
+    server = None if jobs["eager"][0]["ranks"][0]["server_cpu_ms"] is None else \
+        {m: statistics.median(j["ranks"][0]["server_cpu_ms"] for j in js) for m, js in jobs.items()}
+    misses = max(r["misses_after_step_2"] for j in jobs["jit"] for r in j["ranks"])
+    c_updater = {m: [j["c_updater"] for j in js] for m, js in jobs.items()}
     name = {"server": "2 dist_sync workers + 1 server (update on the server)",
             "workers": "2 dist_sync workers + 1 server, update_on_kvstore=False"}[update_on]
     row = [name, "%.3f" % ms["eager"], "%.3f" % ms["jit"], "%.0f" % (1e3 / ms["eager"]), "%.0f" % (1e3 / ms["jit"]),
-           timing.ratio(ms["eager"], ms["jit"]), cpu_cell(cpu_ms),
-           str(max(r["misses_after_step_2"] for r in ranks)),
-           "%.3f / %.3f" % (kv["eager"], kv["jit"]), "yes (workers agree)" if agree else "NO: workers disagree"]
-    fb = {m: statistics.mean(r["forward_backward_ms"][m] for r in ranks) for m in MODES}
-    kv_mean = {m: statistics.mean(r["kvstore_update_ms"][m] for r in ranks) for m in MODES}
-    server = ranks[0]["server_cpu_ms"]
+           timing.ratio(ms["eager"], ms["jit"]), cpu_cell(cpu_ms), str(misses),
+           "%.3f / %.3f" % (kv["eager"], kv["jit"]),
+           "yes (jobs and workers agree)" if agree else "NO: weights differ between jobs or workers"]
     phase_row = [name, "%.3f / %.3f" % (fb["eager"], fb["jit"]), "%.3f / %.3f" % (kv_mean["eager"], kv_mean["jit"]),
-                 "%.2f / %.2f" % (server["eager"], server["jit"]) if server else "n/a"]
+                 "%.2f / %.2f" % (server["eager"], server["jit"]) if server else "n/a",
+                 "%s / %s" % (_yes_no(c_updater["eager"]), _yes_no(c_updater["jit"]))]
     summary = dict(ms=ms, cpu_ms=cpu_ms, kvstore_update_ms=kv, forward_backward_ms=fb, server_cpu_ms=server,
-                   ratio=ms["eager"] / ms["jit"], workers_agree=agree, per_worker=ranks, repeats=repeats, inner=inner)
+                   ratio=ms["eager"] / ms["jit"], workers_agree=agree, c_updater=c_updater,
+                   per_job={m: [j["ranks"] for j in js] for m, js in jobs.items()},
+                   repeats=jobs["eager"][0]["repeats"], inner=jobs["eager"][0]["inner"], rounds=rounds)
     return row, phase_row, summary
+
+
+def _yes_no(flags):
+    return "yes" if all(flags) else "no" if not any(flags) else "some jobs"
 
 
 # ------------------------------------------------------------------------------ arrays pushed
@@ -405,6 +440,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
     ap.add_argument("--json")
     ap.add_argument("--skip-dist", action="store_true")
+    ap.add_argument("--rounds", type=int, default=2, help="dist jobs per mode (alternating eager, jit())")
     args = ap.parse_args()
 
     print("Data-parallel W3 (batch %d, %s, ReLU, softmax CE mean, SGD lr %g; Gluon + Trainer), eager vs jit()"
@@ -417,7 +453,7 @@ def main():
     dist, phase_rows = {}, []
     if not args.skip_dist:
         for update_on in ("server", "workers"):
-            row, phase_row, dist[update_on] = run_dist(args.quick, update_on)
+            row, phase_row, dist[update_on] = run_dist(args.quick, update_on, args.rounds)
             rows.append(row)
             phase_rows.append(phase_row)
     headers = ["setup", "eager ms", "jit ms", "eager steps/s", "jit steps/s", "eager/jit",
@@ -430,11 +466,11 @@ def main():
               "forward+backward and trainer.step() each alone with the engine drained; the server's CPU time "
               "per free-running step (all timed steps)")
         timing.table(phase_rows, ["setup", "forward+backward ms", "trainer.step() ms (kvstore round trip + update)",
-                                  "server CPU ms/step"])
+                                  "server CPU ms/step", "server ran our C updater"])
     print()
     for update_on, d in dist.items():
-        print("dist workers (update on the %s): kvstore calls in jit() over the timed steps (rank 0): %s"
-              % (update_on, d["per_worker"][0]["kvstore_stats"]))
+        print("dist workers (update on the %s): kvstore calls in jit() over the timed steps (rank 0, first job): %s"
+              % (update_on, d["per_job"]["jit"][0][0]["kvstore_stats"]))
     print()
     sweep_rows, sweep = run_sweep(args.quick)
     print("Step cost vs parameter arrays pushed: 2 contexts, kvstore 'device', the update on the kvstore (the "
@@ -453,6 +489,6 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--dist-worker":
-        dist_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+        dist_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6])
     else:
         sys.exit(main())

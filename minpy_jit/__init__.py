@@ -17,21 +17,27 @@ LRU). diagnostics exposes what happened and why.
 """
 import mxnet  # noqa: F401  (must be loaded before the extension: it provides libmxnet)
 
-from . import intercept  # noqa: F401  (installs nothing until a scope opens)
-from . import kernels as _kernels
-from .debug import debug_print
-from .diagnostics import clear_cache, config, events, graphs, last_graph, print_stats, reset_stats, stats, verdict
-from .errors import OpInputError
-from .explain import explain
-from .export import compile_python, to_json, to_python
-from .fragments import Tensor, function
-from .scope import flush, jit
-
-__all__ = ["jit", "function", "Tensor", "flush", "stats", "reset_stats", "clear_cache", "events", "graphs",
-           "last_graph", "config", "print_stats", "verdict", "explain", "debug_print", "to_json", "to_python",
-           "compile_python", "OpInputError", "kernels", "kernel_threads"]
-kernels = _kernels.kernels
-kernel_threads = _kernels.threads
+# A dist kvstore's server runs its service loop from inside `import mxnet` (kvstore_server.py),
+# and imports minpy_jit only when it unpickles a worker's command (server_updates.py): then most
+# of mxnet is not loaded yet, and only minpy_jit.server_updates and the extension are needed.
+_IN_SERVER_LOOP = not hasattr(mxnet, "kv")
 __version__ = "0.1.0"
 
-_kernels.load()
+if not _IN_SERVER_LOOP:
+    from . import intercept  # noqa: F401  (installs nothing until a scope opens)
+    from . import kernels as _kernels
+    from .debug import debug_print
+    from .diagnostics import clear_cache, config, events, graphs, last_graph, print_stats, reset_stats, stats, verdict
+    from .errors import OpInputError
+    from .explain import explain
+    from .export import compile_python, to_json, to_python
+    from .fragments import Tensor, function
+    from .scope import flush, jit
+
+    __all__ = ["jit", "function", "Tensor", "flush", "stats", "reset_stats", "clear_cache", "events", "graphs",
+               "last_graph", "config", "print_stats", "verdict", "explain", "debug_print", "to_json", "to_python",
+               "compile_python", "OpInputError", "kernels", "kernel_threads"]
+    kernels = _kernels.kernels
+    kernel_threads = _kernels.threads
+
+    _kernels.load()

@@ -42,13 +42,19 @@ def _job(out_dir, *args, servers=1, command=None, **kw):
         pytest.skip("cannot start the job's processes: %s" % e)
 
 
-def _run(out_dir, *args, servers=1):
+def _run(out_dir, *args, servers=1, c_updater=None):
+    """The job's two workers' saved arrays; c_updater: whether every server must (True) or
+    must not (False) have replaced MXNet's Python Updater by ours (server_updates.py)."""
     result = _job(out_dir, *args, servers=servers).wait(timeout=TIMEOUT)
     assert result.error is None, "%s\n%s" % (result.error, "\n".join(
         "[%s] %s" % (name, line) for name, lines in result.output.items() for line in lines[-20:]))
     steps = int(args[args.index("--steps") + 1])
     for name in ("worker 0", "worker 1"):
         _check_compiled(json.loads(result.lines(name)[-1]), steps)
+    if c_updater is not None:
+        for s in range(servers):
+            lines = result.lines("server %d" % s)
+            assert any("server runs the C updater for SGD" in l for l in lines) == c_updater, lines
     return [np.load(os.path.join(str(out_dir), "worker%d.npz" % r)) for r in range(2)]
 
 
@@ -88,8 +94,10 @@ def _reference(steps, update_on_kvstore, momentum=0.0, contexts=2):
 
 def test_dist_sync_two_workers_equal_eager_training(tmp_path):
     """dist_sync, optimizer on the server (the Trainer's default): each worker's forward and
-    backward run as compiled graphs; the weights equal eager's bit for bit."""
-    workers = _run(tmp_path, "--kvstore", "dist_sync", "--steps", "4", "--momentum", "0.9")
+    backward run as compiled graphs, the server runs SGD with momentum as our C updater (the
+    kvstore is set up by the first trainer.step, inside jit()); the weights equal eager's
+    (MXNet's own Updater in one process) bit for bit."""
+    workers = _run(tmp_path, "--kvstore", "dist_sync", "--steps", "4", "--momentum", "0.9", c_updater=True)
     want = _reference(4, update_on_kvstore=True, momentum=0.9)
     for w in workers:
         for got, ref in zip(_arrays(w, 0, len(want)), want):

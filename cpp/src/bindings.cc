@@ -280,6 +280,7 @@ PYBIND11_MODULE(_core, m) {
         "that MXNet calls back while fn runs is not recorded.");
   register_scope_api(m);
   register_trainer_api(m);
+  register_server_update_api(m);
   m.def("depth", []() { return me().depth; });
   m.def("pending", []() { return R->pending + launches_in_flight(); });
   m.def("flush", [](const std::string& cause, bool eager) {

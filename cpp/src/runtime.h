@@ -206,6 +206,9 @@ bool set_grad_state_of(NDArrayHandle h, bool state);
 bool trainer_update(PyObject* trainer, bool ignore_stale);
 void register_trainer_api(py::module_& m);
 
+// server_update.cc: MXNet's SGD as a C kvstore updater (minpy_jit/server_updates.py)
+void register_server_update_api(py::module_& m);
+
 // callbacks.cc: Python that MXNet calls back (kvstore updaters, CustomOps) runs eagerly.
 bool foreign_thread(ThreadState& ts);  // a thread MXNet started, running a callback
 bool in_callback(ThreadState& ts);     // ... or inside a guarded C API call or its own flush

@@ -83,6 +83,18 @@ void free_job(void* param) { delete static_cast<Job*>(param); }
 
 }  // namespace
 
+bool update_plan(const std::string& kernel, const std::vector<std::pair<const char*, std::string>>& attrs,
+                 std::shared_ptr<void>* plan, UpdatePlanRun* run) {
+  const KernelEntry* k = kernel_entry();
+  if (!k) return false;
+  DirectUpdate u;
+  u.kernel = kernel;
+  u.attrs = attrs;
+  *plan = plan_for(*k, u);
+  *run = k->run;
+  return *plan != nullptr;
+}
+
 bool launch_update_directly(ThreadState& ts, const DirectUpdate& u) {
   if (!R->cfg.direct_updates || ts.capturing || !ts.trace.nodes.empty() || R->pending != 0 || launches_in_flight() != 0) return false;
   const size_t nw = u.sizes.size();

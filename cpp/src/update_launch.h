@@ -21,6 +21,7 @@
 // layout in place before the kernel reads it, as the graph path does for the arrays it writes
 // (MXNet hands a library op a default-layout copy of such an input: the same values).
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,5 +44,13 @@ struct DirectUpdate {
 // Pushes the update as one engine operation; false (nothing done) where the conditions above
 // do not hold, and the caller records it instead.
 bool launch_update_directly(ThreadState& ts, const DirectUpdate& u);
+
+// The kernel library's plan for `kernel` with these shared attributes (cached by them) and the
+// function that runs it on raw float32 arrays, for a caller that runs the update itself
+// (server_update.cc); false without the library or if an attribute does not parse. GIL held.
+using UpdatePlanRun = void (*)(const void* plan, int num_weights, void* const* arrays, const int64_t* sizes,
+                               const float* lrs, const float* wds);
+bool update_plan(const std::string& kernel, const std::vector<std::pair<const char*, std::string>>& attrs,
+                 std::shared_ptr<void>* plan, UpdatePlanRun* run);
 
 }  // namespace minpy
