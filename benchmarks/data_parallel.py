@@ -24,7 +24,8 @@ hidden by the drain, so it is an upper bound of what a free-running step pays fo
 second table splits the step: forward+backward alone (drained), trainer.step() alone (drained: the
 kvstore round trip, which waits for the other worker and the server), and the CPU time the server
 process spent per step (read from /proc: the job runs on this machine), which shows where the
-optimizer runs: with the update on the server, the server calls the Python optimizer once per key.
+optimizer runs: with the update on the server, the eager job's server calls MXNet's Python
+optimizer once per key, the jit() job's runs our C updater (the last column says which ran).
 The sweep times both update_on_kvstore settings.
 
 Both contexts of a process are CPUs: cpu(0) and cpu(1) are two engine worker threads sharing

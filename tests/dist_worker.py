@@ -7,6 +7,7 @@ checks to <out>/worker<rank>.npz: the weights after the last step (pulled from t
 servers) and, per parameter, the sum of the gradients it pushed.
 """
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -73,9 +74,12 @@ def main():
         # servers another worker's first gradients can reach a server first and be taken for
         # the initial value (seen eagerly in 4 of 5 runs). Initialising up front and waiting
         # for the push before the barrier avoids it.
-        trainer._check_and_rescale_grad(trainer._scale / BATCH)  # what step(BATCH) sets before it
-        trainer._init_kvstore()
-        trainer._init_params()
+        # Inside jit() unless --eager, as a first trainer.step() inside jit() would do it: the
+        # servers then run our C updater (minpy_jit/server_updates.py).
+        with minpy_jit.jit() if not args.eager else contextlib.nullcontext():
+            trainer._check_and_rescale_grad(trainer._scale / BATCH)  # what step(BATCH) sets before it
+            trainer._init_kvstore()
+            trainer._init_params()
         nd.waitall()
         kv._barrier()
     pushed = [np.zeros(p.shape, np.float32) for p in params]

@@ -130,11 +130,13 @@ def test_dist_sync_device_two_workers_with_two_contexts_each(tmp_path):
 
 
 def test_dist_async_two_workers_two_servers_invariant(tmp_path):
-    """dist_async (two servers) applies each push when it arrives, so the result depends on timing. With
-    plain SGD what must hold is: final weights = initial weights - lr * rescale * (sum of
-    every gradient either worker pushed), and both workers read the same final weights."""
+    """dist_async (two servers, each running our C updater) applies each push when it arrives, so
+    the result depends on timing. With plain SGD what must hold is: final weights = initial
+    weights - lr * rescale * (sum of every gradient either worker pushed), and both workers read
+    the same final weights."""
     steps = 4
-    workers = _run(tmp_path, "--kvstore", "dist_async", "--steps", str(steps), "--init-barrier", servers=2)
+    workers = _run(tmp_path, "--kvstore", "dist_async", "--steps", str(steps), "--init-barrier", servers=2,
+                   c_updater=True)
     init = [p.data().asnumpy() for p in dist_worker.make_net(mx.cpu()).collect_params().values()]
     n = len(init)
     pushed = [a + b for a, b in zip(_arrays(workers[0], n, n), _arrays(workers[1], n, n))]
