@@ -86,3 +86,19 @@ def test_other_optimizers_keep_mxnet_pushpull(make):
     st = _check(lambda use_jit: _run(use_jit, make(), None))
     assert set(_calls(st)) == {"pushpull"}, st["kvstore"]
 
+
+
+@pytest.mark.parametrize("kvstore", ["local", "device"])
+@pytest.mark.parametrize("kw", [{"learning_rate": 0.1},
+                                {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01, "clip_gradient": 0.05}],
+                         ids=["sgd", "momentum-wd-clip"])
+def test_sgd_on_the_kvstores_arrays_runs_our_kernel(kvstore, kw):
+    """The stored weights are on cpu_pinned(0), the reduced gradients on cpu_pinned(0) ('local')
+    or cpu(0)/cpu(1) ('device'): no graph takes them, so MXNet's multi_sgd_update ran eagerly;
+    our multi-tensor kernel reads CPU memory of any context and runs them as one engine
+    operation a step (from step 2: at step 1 the kvstore's set-up and the momenta's creation are
+    recorded before it, and MXNet's op runs it). Bit for bit."""
+    st = _check(lambda use_jit: _run(use_jit, "sgd", dict(kw), kvstore, steps=4))
+    eager_updates = sum(n for r, n in st["fallback_reasons"].items() if r.startswith("multi_sgd"))
+    assert eager_updates <= 1, st["fallback_reasons"]
+    assert st["trainer_updates"]["direct"] == 4 - eager_updates, st["trainer_updates"]

@@ -66,6 +66,7 @@ def test_c_updater_equals_mxnet_updater(kw):
     assert server_updates.counts(handle) == (5 * len(SHAPES), 0)
 
 
+@pytest.mark.filterwarnings("ignore:Accumulating with float16")
 def test_calls_it_does_not_model_go_to_mxnets_updater():
     """float16 keys are MXNet's Updater's from their first call on (its state lives there)."""
     theirs, ours = _kvstores(_sgd(learning_rate=0.1, momentum=0.9), dtype="float16")

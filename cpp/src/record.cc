@@ -521,6 +521,39 @@ void watch_batch_norm_gradients(const Trace& t, const OpInfo& op, PyObject* ndar
   if (may_fail) watch_gradients(handles);
 }
 
+// An optimizer update whose arrays sit in CPU memory of several contexts or in pinned memory --
+// a local kvstore's stored weights on cpu_pinned(0) with its reduced gradients on cpu(k) or
+// cpu_pinned(0), as kvstore_updates.py hands them to the Updater -- cannot be a graph (a graph
+// holds one context, and an expanded update's results would land on cpu), but our kernel only
+// reads memory: launched directly (update_launch.h) when nothing is recorded before it, which
+// is where eager MXNet's op would run, in place, with the same arithmetic. Never a GPU array
+// (our kernels are CPU code). False: nothing done, the caller falls back.
+bool launch_cpu_memory_update(ThreadState& ts, const OpInfo& op, const std::vector<Attr>& attrs,
+                              const std::vector<PyObject*>& in_objs, const std::vector<const AVal*>& avals,
+                              PyObject* out) {
+  if (R->kernels.empty() || !R->cfg.fuse || ts.trace.runs_recorded()) return false;
+  const UpdateOp& u = *op.update;
+  const size_t stride = static_cast<size_t>(update_stride(u)), n = in_objs.size();
+  if (!update_arrays_in_cpu_memory_fit(u, avals)) return false;
+  const size_t nw = n / stride;
+  DirectUpdate d;
+  for (size_t k = 0; k < n; ++k) d.arrays.push_back(handle_of(in_objs[k]));
+  for (size_t k = 0; k < n; k += stride) d.sizes.push_back(static_cast<int64_t>(avals[k]->size()));
+  // out= the weights themselves (the Updater's call): the kernel updates them in place
+  const std::vector<PyObject*> outs = out_arrays(out);
+  if (outs.size() != nw) return false;
+  for (size_t w = 0; w < nw; ++w)
+    if (!same_array(handle_of(outs[w]), d.arrays[w * stride])) return false;
+  if (!direct_update_of(u, attrs, nw, &d)) return false;
+  d.dev_id = avals[0]->dev_id;  // the engine runs it on the first weight's CPU worker
+  if (!launch_update_directly(ts, d)) return false;
+  ++R->stats.trainer_direct;
+  return true;
+}
+
+// What MXNet's _imperative_invoke returns for a call given out=: the out object itself.
+py::object out_result(const py::args& args) { return py::reinterpret_borrow<py::object>(args[4]); }
+
 // Runs the call through MXNet's own imperative path (after flushing), counted by op and reason.
 py::object fallback(const py::args& args, const OpInfo& op, const std::string& why) {
   ++R->stats.fallbacks[op.name];
@@ -755,8 +788,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // Eager MXNet accepts inputs on different contexts of one device kind (cpu(0), cpu(1),
   // cpu_pinned(0)); a CachedOp wants all of its inputs on one context.
   for (Py_ssize_t i = 1; i < nin; ++i)
-    if (in_avals[i]->dev_type != in_avals[0]->dev_type || in_avals[i]->dev_id != in_avals[0]->dev_id)
+    if (in_avals[i]->dev_type != in_avals[0]->dev_type || in_avals[i]->dev_id != in_avals[0]->dev_id) {
+      if (op.update && launch_cpu_memory_update(ts, op, attrs, in_objs, in_avals, out)) return out_result(args);
       return fallback(args, op, "inputs on different contexts");
+    }
 
   // A view of an array oneDNN may have left in its layout, read by an op that fails on such a
   // view, or written by `_copyto` (failures.h): MXNet's op runs it, as eagerly. A view is always
@@ -864,8 +899,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // stored weights are on cpu_pinned(0)): MXNet's op runs, as eagerly.
   if (!ours && (hot || op.expands) &&
       std::any_of(in_avals.begin(), in_avals.end(),
-                  [](const AVal* a) { return a->dev_type == kCPUPinned || a->dev_type == kCPUShared; }))
+                  [](const AVal* a) { return a->dev_type == kCPUPinned || a->dev_type == kCPUShared; })) {
+    if (op.update && launch_cpu_memory_update(ts, op, attrs, in_objs, in_avals, out)) return out_result(args);
     return fallback(args, op, "an update of arrays in pinned or shared memory");
+  }
   if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them
       for (size_t k = 2; k < in.size(); k += 3)      // (w, g, mom) per weight

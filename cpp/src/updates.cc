@@ -188,6 +188,34 @@ bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int
   return true;
 }
 
+bool update_arrays_in_cpu_memory_fit(const UpdateOp& u, const std::vector<const AVal*>& arrays) {
+  const size_t stride = static_cast<size_t>(u.stride);
+  if (arrays.empty() || arrays.size() % stride) return false;
+  for (size_t k = 0; k < arrays.size(); k += stride)
+    for (size_t j = 0; j < stride; ++j) {
+      const AVal& a = *arrays[k + j];
+      const bool cpu_memory = a.dev_type == 1 || a.dev_type == 3 || a.dev_type == 5;
+      const int want = (u.mp && j < 2) ? 2 : 0;  // float16 weight and gradient, float32 otherwise
+      if (!cpu_memory || a.dtype != want || a.size() != arrays[k]->size()) return false;
+    }
+  return true;
+}
+
+bool direct_update_of(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights, DirectUpdate* d) {
+  if (u.ours || !per_weight_values(u, attrs, num_weights, &d->lrs, &d->wds)) return false;
+  d->kernel = u.kernel;
+  d->stride = u.stride;
+  d->mp = u.mp;
+  for (auto& a : shared_attrs(u, attrs)) {
+    // keys from u.shared or "formula": static strings, as DirectUpdate wants
+    const char* key = "formula";
+    for (const char* k : u.shared)
+      if (a.key == k) key = k;
+    d->attrs.push_back({key, std::move(a.val)});
+  }
+  return true;
+}
+
 size_t update_weights(const UpdateOp& u, const Node& n) {
   if (!u.multi) return 1;
   const std::string* nw = find_attr(n.attrs, "num_weights");

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "trace.h"
+#include "update_launch.h"
 
 namespace minpy {
 
@@ -49,6 +50,16 @@ bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int
 // are not understood.
 bool kernel_call_attrs(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights,
                        std::vector<float>* lr_values, std::vector<Attr>* out);
+
+// Whether arrays (per weight: weight, gradient, states) suit our kernel when it reads them
+// directly: the dtypes update_kernel_fits asks for, one size per weight, each in CPU memory of
+// any CPU context (cpu, cpu_pinned, cpu_shared).
+bool update_arrays_in_cpu_memory_fit(const UpdateOp& u, const std::vector<const AVal*>& arrays);
+
+// A call of MXNet's update op `u` as a direct launch (update_launch.h): our kernel, its shared
+// attributes and each weight's float32 rates, as the op would parse them. Arrays, sizes and
+// context are the caller's. False if the attributes are not understood (or `u` is ours).
+bool direct_update_of(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights, DirectUpdate* d);
 
 // Number of weights a recorded node updates.
 size_t update_weights(const UpdateOp& u, const Node& n);
