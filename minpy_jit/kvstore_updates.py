@@ -10,8 +10,9 @@ about 55 us a parameter here against 15 for the same update recorded as one kern
 
 While a scope is open, that loop becomes: one `push` of every key with an updater that only
 collects (key, reduced gradient, stored weight); the real `Updater` called once with the lists,
-outside the callback, so its ops are recorded (or, with arrays on two contexts, run eagerly)
-like any other update; then one `pull` of every key, whose guard runs the recorded updates
+outside the callback, so its ops are recorded like any other update (SGD's multi-weight ops on
+the stored weights, in pinned memory or beside gradients of other contexts, which no graph
+takes, run as our kernel launched directly: record.cc, launch_cpu_memory_update); then one `pull` of every key, whose guard runs the recorded updates
 first. Per key, the kvstore sees the same reduce, update, broadcast in the same order, and
 keys touch disjoint arrays, so only the interleaving across keys changes (and the engine
 priorities, which order work, not values).
