@@ -167,6 +167,7 @@ class OpDesc:
         self.arrays = [(a, "[]" in t) for a, t in args if "NDArray" in t or "Symbol" in t]
         self.required = [a for a, t in args if "required" in t and "NDArray" not in t and "Symbol" not in t]
         self.params = [a for a, t in args]
+        self.types = {a: t for a, t in args}  # MXNet's type text of each parameter
         # the values an enumerated or boolean parameter can take ({name: [values]}), for audits
         # that try each (a mode such as take's 'raise' may add checks that run with the op)
         self.choices = {a: _choices(t) for a, t in args if _choices(t)}
