@@ -1,6 +1,8 @@
 #include "failures.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <atomic>
 #include <memory>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <unordered_set>
 
 #include "executor.h"
+#include "nogil.h"
 #include "mxapi.h"
 #include "mxparse.h"
 #include "runtime.h"
@@ -547,6 +550,29 @@ bool any_suspect(const std::vector<NDArrayHandle>& arrays) {
   for (NDArrayHandle h : arrays)
     if (h && s.has(h)) return true;
   return false;
+}
+
+bool errors_may_be_pending() {
+  Suspects& s = suspects();
+  if (s.chunks.empty()) return false;
+  s.collect();
+  std::vector<NDArrayHandle> unprobed;  // their last probe found an error: it may have been read since
+  for (const auto& kv : s.chunks)
+    if (!kv.second.probe && kv.second.hold) unprobed.push_back(kv.second.hold);
+  if (!unprobed.empty()) s.probe(unprobed);
+  // Wait for the probes (each runs once the arrays' pending work is done), up to a second.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  auto all_done = [&s] {
+    return std::all_of(s.probes.begin(), s.probes.end(), [](ProbeFlags* p) { return p->done.load(); });
+  };
+  while (!all_done() && std::chrono::steady_clock::now() < deadline) {
+    without_gil([] {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      return 0;
+    });
+  }
+  s.collect();
+  return !s.chunks.empty();
 }
 
 size_t suspect_count() {

@@ -112,5 +112,8 @@ bool any_suspect(const std::vector<NDArrayHandle>& arrays);
 
 // Suspect arrays not yet shown clean (for tests and stats).
 size_t suspect_count();
+// Whether an array a run may have left an error on is still unproven clean (probing again those
+// whose last probe found an error: it may have been read since). For infer.cc's trial runs.
+bool errors_may_be_pending();
 
 }  // namespace minpy

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
+#include "failures.h"
 #include "mxapi.h"
 #include "nogil.h"
 
@@ -25,6 +27,10 @@ std::string check_message(std::string msg) {
   auto drop_prefix = [&msg](const std::string& prefix) {
     if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
   };
+  // MXGetLastError ends a C++ error with MXNet's stack ("\nStack trace:\n  File ..."), which
+  // Python's MXNetError moves before the message: eager's message ends with the check.
+  auto stack = msg.find("\nStack trace:");
+  if (stack != std::string::npos) msg.erase(stack);
   auto last = msg.rfind("MXNetError: ");
   if (last != std::string::npos) msg.erase(0, last + 12);
   if (msg.compare(0, 18, "Error in operator ") == 0) {
@@ -80,6 +86,131 @@ bool where_condition_fits(const AVal& cond, const AVal& data) {
   return cond.ndim == 1 && data.ndim >= 1 && cond.dims[0] == data.dims[0];
 }
 
+// Ops whose trial run would change what the program sees: random draws (the trial would take
+// numbers from the generator eager code takes them from), side effects, our own kernels, and
+// ops already recorded as ops that can fail.
+bool skips_trial(const OpInfo& op) {
+  if (op.effectful || op.can_fail || op.ours || op.update || op.no_symbolic_form) return true;
+  static const char* const draws[] = {"bernoulli", "choice", "exponential", "gamma", "gumbel", "logistic",
+                                      "multinomial", "normal", "pareto", "powerd", "rayleigh", "shuffle",
+                                      "uniform", "weibull", "laplace", "dropout", "randint", "poisson"};
+  if (op.name.rfind("_np", 0) == 0)
+    for (const char* d : draws)
+      if (op.name.find(d) != std::string::npos) return true;
+  return false;
+}
+
+constexpr size_t kTrialMaxBytes = 16u << 20;  // inputs and results together; larger calls skip it
+
+size_t bytes_of(const AVal& a) { return static_cast<size_t>(a.size()) * dtype_bytes(a.dtype); }
+
+// The bytes of n ones of an mshadow dtype (false for a dtype it does not know). Ones, not
+// zeros: an integer division or modulo by a zero input would kill the process (SIGFPE) where
+// the user's data may hold no zero.
+bool ones(int dtype, size_t n, std::vector<char>* out) {
+  auto fill = [&](const void* one, size_t size) {
+    out->resize(n * size);
+    for (size_t i = 0; i < n; ++i) std::memcpy(out->data() + i * size, one, size);
+  };
+  const float f32 = 1.0f;
+  const double f64 = 1.0;
+  const uint16_t f16 = 0x3C00;  // IEEE half 1.0
+  const int32_t i32 = 1;
+  const int64_t i64 = 1;
+  const uint8_t i8 = 1;
+  switch (dtype) {
+    case 0: fill(&f32, 4); return true;
+    case 1: fill(&f64, 8); return true;
+    case 2: fill(&f16, 2); return true;
+    case 3: case 5: case 7: fill(&i8, 1); return true;
+    case 4: fill(&i32, 4); return true;
+    case 6: fill(&i64, 8); return true;
+    default: return false;
+  }
+}
+
+enum class Trial { kSkipped, kDeferred, kRuns, kRefusedAtCall, kFailsWhileRunning };
+
+// Runs the op once, as eager code would, on stand-ins of its inputs filled with ones (same shapes,
+// dtypes and context), and reads its results. Symbolic inference does not see everything eager
+// MXNet checks: a shape or type function that refuses its inputs by returning false reads as
+// "not known yet" there (where's condition, pick's index, ...), and eager raises when called
+// ("Operator X inferring shapes failed"); and some kernels check their inputs' dtypes or rank
+// only while they run (Activation of int32: "This operation only support floating point
+// types"; a 7-axis Reshape under oneDNN), which in a compiled graph left its later results
+// unwritten, with no error. Once per signature (cached with it).
+Trial trial_run(const OpInfo& op, std::vector<const char*> keys, std::vector<const char*> vals,
+                const std::vector<const AVal*>& ins, const std::vector<AVal>& outs, bool np_shape,
+                std::string* message) {
+  if (ins.empty() || skips_trial(op)) return Trial::kSkipped;
+  size_t total = 0;
+  for (const AVal* a : ins) {
+    if (a->ndim == 0 && !np_shape) return Trial::kSkipped;
+    total += bytes_of(*a);
+  }
+  for (const AVal& o : outs) total += bytes_of(o);
+  if (total > kTrialMaxBytes) return Trial::kSkipped;
+  if (errors_may_be_pending()) return Trial::kDeferred;
+
+  std::vector<NDArrayHandle> held;
+  struct Free {
+    std::vector<NDArrayHandle>* hs;
+    ~Free() {
+      for (auto h : *hs) MXNDArrayFree(h);
+    }
+  } free_all{&held};
+  std::vector<NDArrayHandle> inputs;
+  std::vector<char> data;
+  for (const AVal* a : ins)
+    if (!ones(a->dtype, 0, &data)) return Trial::kSkipped;
+  for (const AVal* a : ins) {
+    std::vector<uint32_t> shape(a->dims, a->dims + a->ndim);
+    NDArrayHandle h = nullptr;
+    if (MXNDArrayCreateEx(shape.data(), static_cast<uint32_t>(shape.size()), a->dev_type, a->dev_id, 0, a->dtype,
+                          &h) != 0)
+      return Trial::kSkipped;
+    held.push_back(h);
+    inputs.push_back(h);
+    if (a->size() == 0) continue;
+    ones(a->dtype, static_cast<size_t>(a->size()), &data);
+    if (without_gil([&] { return MXNDArraySyncCopyFromCPU(h, data.data(), static_cast<size_t>(a->size())); }) != 0)
+      return Trial::kSkipped;
+  }
+  int was_recording = 0;
+  MXAutogradSetIsRecording(0, &was_recording);  // not an op of the user's autograd graph
+  struct Restore {
+    int recording;
+    ~Restore() {
+      int ignored = 0;
+      MXAutogradSetIsRecording(recording, &ignored);
+    }
+  } restore{was_recording};
+  int n_out = 0;
+  NDArrayHandle* results = nullptr;
+  std::vector<NDArrayHandle> out_handles;
+  const int rc = without_gil([&] {
+    int r = MXImperativeInvoke(op.creator, static_cast<int>(inputs.size()), inputs.data(), &n_out, &results,
+                               static_cast<int>(keys.size()), keys.data(), vals.data());
+    if (r == 0) out_handles.assign(results, results + n_out);  // MXNet's thread-local list: copied at once
+    return r;
+  });
+  if (rc != 0) {
+    *message = MXGetLastError();
+    return Trial::kRefusedAtCall;
+  }
+  held.insert(held.end(), out_handles.begin(), out_handles.end());
+  Trial verdict = Trial::kRuns;
+  // Every result and input is waited for: reading an error clears it in MXNet, so none is left
+  // for nd.waitall() or for ops sharing the failed one's workspace.
+  for (NDArrayHandle h : held) {
+    if (without_gil([&] { return MXNDArrayWaitToRead(h); }) != 0 && verdict == Trial::kRuns) {
+      *message = MXGetLastError();
+      verdict = Trial::kFailsWhileRunning;
+    }
+  }
+  return verdict;
+}
+
 }  // namespace
 
 const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<Attr>& attrs, uint64_t attr_hash,
@@ -88,13 +219,26 @@ const OpSignature& SignatureCache::lookup(const OpInfo& op, const std::vector<At
   for (const AVal* a : ins) h = mix64(h ^ hash_aval(*a));
   h = mix64(h ^ (np_shape ? 0x77 : 0x11) ^ (ins.size() << 20));
   auto it = cache_.find(h);
-  if (it != cache_.end()) return *it->second;
+  if (it != cache_.end()) {
+    if (it->second->untried && !errors_may_be_pending()) {
+      OpSignature* sig = it->second.get();
+      try {
+        try_op(op, attrs, ins, np_shape, sig);
+      } catch (...) {
+        cache_.erase(h);  // refused: every call of it raises, as eagerly
+        throw;
+      }
+    }
+    return *it->second;
+  }
   ++inferences;
   auto sig = std::make_unique<OpSignature>(infer(op, attrs, ins, np_shape));
   // Shapes that change at every step would grow the cache without end: past kMaxEntries it
   // starts over (a repeat costs one inference again). No caller holds an earlier answer here.
   if (cache_.size() >= kMaxEntries) cache_.clear();
-  return *(cache_[h] = std::move(sig));
+  // Another thread may have answered the same signature while a trial run (below) waited
+  // without the GIL: its answer stays, since that thread may hold it.
+  return *cache_.emplace(h, std::move(sig)).first->second;
 }
 
 OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& attrs,
@@ -213,7 +357,25 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
     throw OpInputError("operator '" + op.name + "' rejected its inputs (" + describe_inputs(ins) +
                        "): " + check_message(e.what()));
   }
+  try_op(op, attrs, ins, np_shape, &sig);
   return sig;
+}
+
+void SignatureCache::try_op(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins,
+                            bool np_shape, OpSignature* sig) {
+  if (!sig->recordable) return;
+  std::vector<const char*> keys, vals;
+  for (const auto& a : attrs) {
+    keys.push_back(a.key.c_str());
+    vals.push_back(a.val.c_str());
+  }
+  std::string failure;
+  const Trial trial = trial_run(op, keys, vals, ins, sig->outs, np_shape, &failure);
+  sig->untried = trial == Trial::kDeferred;
+  sig->fails_while_running = trial == Trial::kFailsWhileRunning;
+  if (trial == Trial::kRefusedAtCall)  // eager raises where it is called
+    throw OpInputError("operator '" + op.name + "' rejected its inputs (" + describe_inputs(ins) +
+                       "): " + check_message(failure));
 }
 
 }  // namespace minpy

@@ -20,6 +20,13 @@ struct OpSignature {
   std::string why_not;             // reason the op must run eagerly
   std::vector<AVal> outs;
   std::vector<int> mutable_inputs; // input positions the op updates in place (aux states)
+  // Its trial run (infer.cc) failed while it ran: recorded as an op that can fail (failures.h),
+  // so its trace runs op by op and the error reaches exactly the arrays it reaches eagerly.
+  bool fails_while_running = false;
+  // Its trial was put off: a run-time error is pending in MXNet, unread (failures.h suspects),
+  // which the trial could inherit through MXNet's shared workspace and, reading it, clear.
+  // Recorded as without a trial meanwhile; tried at a later call of the signature.
+  bool untried = false;
 };
 
 // Raised when the inputs cannot be given to the op (MXNet's inference refused them).
@@ -39,6 +46,8 @@ class SignatureCache {
  private:
   OpSignature infer(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins,
                     bool np_shape);
+  void try_op(const OpInfo& op, const std::vector<Attr>& attrs, const std::vector<const AVal*>& ins, bool np_shape,
+              OpSignature* sig);
   std::unordered_map<uint64_t, std::unique_ptr<OpSignature>> cache_;
 };
 

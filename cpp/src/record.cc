@@ -185,7 +185,8 @@ struct TraceEmitter : Emitter {
     for (int v : in) avals.push_back(&ts.trace.values[v].aval);
     const OpSignature& sig = R->sigs.lookup(op, attrs, h, avals, ts.trace.np_shape);
     if (!sig.recordable) throw MXError("lifted form " + name + " is not recordable: " + sig.why_not);
-    return append_node(ts, op, std::move(attrs), h, in, sig);
+    return append_node(ts, sig.fails_while_running && !op.can_fail ? failing_twin(op) : op, std::move(attrs), h, in,
+                       sig);
   }
 
   int constant(double v, int like) override {
@@ -922,6 +923,9 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   const OpSignature* sig = &R->sigs.lookup(rec_op, attrs, attr_hash, in_avals, np_shape);  // may throw OpInputError
   if (!sig->recordable) return fallback(args, op, sig->why_not);
+  // Its trial run on these inputs' shapes and dtypes failed while it ran (infer.cc): recorded as
+  // an op that can fail, so its trace runs op by op.
+  OpInfo& node_op = sig->fails_while_running && !rec_op.can_fail ? failing_twin(rec_op) : rec_op;
 
   // out=: the written arrays must match what the op produces.
   std::vector<PyObject*> out_objs = out_arrays(out);
@@ -952,7 +956,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   const bool onednn_concat = (op.fail_rule == FailRule::kAnyInputOver6AxesOnCpu || op.name == "Activation") &&
                              makes_onednn_concat_result(t, op.name, attrs, in);
-  int first = append_node(ts, rec_op, std::move(attrs), attr_hash, in, *sig);
+  int first = append_node(ts, node_op, std::move(attrs), attr_hash, in, *sig);
   t.note_user_op(op.hash);
   std::vector<int> outs;
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));

@@ -1,0 +1,93 @@
+"""Ill-matched inputs under jit() behave as they do eagerly: the same error at the call or at the
+first read, never a crash, never values where eager raises, and arrays made before (or beside)
+the failing op keep eager's values (issue 10; found by tests/stress/bad_input_sweep.py).
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import nd
+
+import minpy_jit
+
+
+def _read(a):
+    try:
+        return ("v", a.asnumpy().tobytes(), a.shape, str(a.dtype))
+    except mx.MXNetError as e:
+        return ("e", str(e).strip().splitlines()[-1])
+
+
+def _eager_and_jit(make_inputs, call):
+    """Eager: the call's outcome and its results' reads. jit(): the same, with arrays made
+    before the call (outside and inside the scope) and after it, all read afterwards."""
+    try:
+        outs = call(*make_inputs())
+        eager = ("reads", [_read(o) for o in outs])
+    except mx.MXNetError as e:
+        eager = ("call", str(e).strip().splitlines()[-1])
+    _clear_errors()
+    before = nd.array([1.0, 2.0, 3.0])
+    with minpy_jit.jit():
+        inside = before * 2
+        try:
+            outs = call(*make_inputs())
+            got = ("reads", [_read(o) for o in outs])
+        except mx.MXNetError as e:
+            got = ("call", str(e).strip().splitlines()[-1])
+        after = before + 1
+    assert inside.asnumpy().tolist() == [2, 4, 6]
+    assert after.asnumpy().tolist() == [2, 3, 4]
+    assert before.asnumpy().tolist() == [1, 2, 3]
+    _clear_errors()
+    return eager, got
+
+
+def _clear_errors():
+    """Reads any error left in MXNet: one nobody reads may fail later, unrelated ops (README)."""
+    try:
+        nd.waitall()
+    except mx.MXNetError:
+        pass
+
+
+def _int_matrix():
+    return [nd.array(np.arange(6).reshape(2, 3), dtype="int32")]
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: [nd.Activation(x, act_type="relu")],
+    lambda x: [nd.LeakyReLU(x, act_type="leaky")],
+    lambda x: [nd.softmax(x.astype("float32"), axis=5)],
+], ids=["Activation", "LeakyReLU", "softmax-axis"])
+def test_kernel_refusing_its_inputs_while_it_runs_fails_only_its_results(call):
+    """These kernels refuse int32 (or an axis out of range) only while they run: eagerly the first
+    read of the result raises; in a compiled graph the ops after it were skipped without an error
+    (`after` read uninitialised memory). Their trial run finds it: the trace runs op by op."""
+    minpy_jit.reset_stats()
+    eager, got = _eager_and_jit(_int_matrix, call)
+    assert eager[0] == "reads" and eager[1][0][0] == "e", eager
+    assert got == eager
+    assert "can fail while it runs" in str(minpy_jit.stats()["fallback_reasons"])
+
+
+def test_op_refusing_its_inputs_when_called_raises_at_the_call():
+    """L2Normalization refuses int32 when it is called (not in its shape or type function):
+    the trial run sees it, and the recorded call raises there, with MXNet's message."""
+    eager, got = _eager_and_jit(_int_matrix, lambda x: [nd.L2Normalization(x)])
+    assert eager[0] == "call" and got[0] == "call"
+    assert eager[1].startswith("MXNetError: ") and got[1].endswith(eager[1][len("MXNetError: "):]), (eager, got)
+
+
+@pytest.mark.parametrize("np_shape", [False, True])
+def test_zero_size_slice_keeps_the_graphs_other_results(np_shape):
+    """MXNet's oneDNN slice fails while it runs when its result is zero-size ("Check failed:
+    delay_alloc"; eagerly an error nobody reads). In a compiled graph the graph's other results
+    were left unallocated (reading `inside` raised that error) or unwritten (`after` read
+    garbage). Its trial run fails too: the trace runs op by op, as eagerly."""
+    minpy_jit.reset_stats()
+    with mx.util.np_shape(np_shape):
+        x = nd.array(np.arange(6).reshape(2, 3))
+        for begin, end in [((0, 0), (0, 2)), ((1000, 1000), (1, 2))]:
+            eager, got = _eager_and_jit(lambda: [x], lambda a: [nd.slice(a, begin=begin, end=end)])
+            assert eager == got and 0 in eager[1][0][2], (eager, got)
+    assert "slice: can fail while it runs (its trace ran op by op)" in minpy_jit.stats()["fallback_reasons"]
