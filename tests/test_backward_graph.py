@@ -6,6 +6,8 @@ with whole_step=False (forward + backward, then the update), and no MXNet autogr
 eager MXNet; the cases where the graph cannot give eager's result must leave backward() to
 MXNet's autograd (stats()['backward_by_mxnet']) and still match.
 """
+import contextlib
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -419,3 +421,49 @@ def test_legacy_operator_backward_is_left_to_mxnet(name):
     eager, jitted, delta = both(run)
     assert_bits(eager, jitted)
     assert delta["backward_by_mxnet"] == 1 and delta["backward_in_graph"] == 0, delta
+
+
+def _mlp_steps(scope, steps, lr_of, wd_of, rescale_of):
+    """A small MLP in the NDArray form, `steps` steps, sgd_update per weight after backward()."""
+    rs = np.random.RandomState(21)
+    ws = [nd.array(rs.uniform(-0.3, 0.3, s).astype(np.float32)) for s in ((16, 12), (16,), (4, 16), (4,))]
+    for w in ws:
+        w.attach_grad()
+    data = nd.array(rs.uniform(-1, 1, (8, 12)).astype(np.float32))
+    label = nd.array(rs.randint(0, 4, (8,)).astype(np.float32))
+    losses = []
+    for s in range(steps):
+        with scope():
+            with autograd.record():
+                h = nd.relu(nd.FullyConnected(data, ws[0], ws[1], num_hidden=16))
+                loss = nd.mean(-nd.pick(nd.log_softmax(nd.FullyConnected(h, ws[2], ws[3], num_hidden=4)), label))
+            loss.backward()
+            for w in ws:
+                nd.sgd_update(w, w.grad, lr=lr_of(s), wd=wd_of(s), rescale_grad=rescale_of(s), out=w)
+        losses.append(loss.asnumpy())
+    return [w.asnumpy() for w in ws] + losses
+
+
+@pytest.mark.parametrize("changing", ["lr", "wd and rescale_grad"])
+def test_update_after_backward_with_a_schedule(changing):
+    """The update in backward()'s graph with a hyper-parameter changing every step, 50 steps,
+    bit for bit. A changing lr becomes a graph input (README, "Scalars"): a few compiles, not
+    fifty. wd and rescale_grad stay attributes of the update: each new value is a new graph, a
+    compile every step (exact, slow: issue 13, not lifted yet)."""
+    lr = (lambda s: 0.1 * 0.97 ** s) if changing == "lr" else (lambda s: 0.1)
+    wd = (lambda s: 1e-4 * (1 + s)) if changing != "lr" else (lambda s: 0.0)
+    rescale = (lambda s: 1.0 / (1 + s)) if changing != "lr" else (lambda s: 1.0)
+    eager = _mlp_steps(contextlib.nullcontext, 50, lr, wd, rescale)
+    minpy_jit.clear_cache()
+    before = minpy_jit.stats()
+    jitted = _mlp_steps(minpy_jit.jit, 50, lr, wd, rescale)
+    after = minpy_jit.stats()
+    for a, b in zip(eager, jitted):
+        assert np.array_equal(a, b)
+    misses = after["cache_misses"] - before["cache_misses"]
+    eager_ops = sum(after["fallbacks"].values()) - sum(before["fallbacks"].values())
+    if changing == "lr":
+        assert misses <= 3 and eager_ops == 0, after
+    # wd and rescale_grad: a graph per step today (measured 51 misses in 50 steps; past the
+    # site's recompile limit it would run eagerly instead); only exactness is asserted, so the
+    # test keeps passing when they are lifted to graph inputs
