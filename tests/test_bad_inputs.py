@@ -91,3 +91,18 @@ def test_zero_size_slice_keeps_the_graphs_other_results(np_shape):
             eager, got = _eager_and_jit(lambda: [x], lambda a: [nd.slice(a, begin=begin, end=end)])
             assert eager == got and 0 in eager[1][0][2], (eager, got)
     assert "slice: can fail while it runs (its trace ran op by op)" in minpy_jit.stats()["fallback_reasons"]
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: [nd.random.uniform_like(x)],
+    lambda x: [nd.Dropout(x)],
+    lambda x: [nd.random.uniform(high=-1.0, shape=(2, 3)) + x.astype("float32")],
+], ids=["uniform_like", "Dropout", "uniform-high-below-low"])
+def test_random_op_refusing_its_inputs_behaves_as_eager(call):
+    """Random ops are not tried (a trial would take numbers from the generator): given an integer
+    array they fail when called or while they run, and in a compiled graph the ops after them were
+    skipped without an error. Such a call now runs eagerly; uniform with only `high` below its
+    default low 0 counts as a sampler that can fail (bad_input_sweep.py)."""
+    mx.random.seed(3)
+    eager, got = _eager_and_jit(_int_matrix, call)
+    assert got == eager

@@ -185,7 +185,8 @@ bool sampler_params_can_fail(const std::vector<Attr>& attrs) {
     if (k == "low") has_low = true, low = v;
     if (k == "high") has_high = true, high = v;
   }
-  return has_low && has_high && high < low;
+  // uniform's low and high default to 0 and 1 (randint's are required)
+  return (has_low || has_high) && (has_high ? high : 1.0) < (has_low ? low : 0.0);
 }
 
 }  // namespace

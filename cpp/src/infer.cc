@@ -129,7 +129,7 @@ bool ones(int dtype, size_t n, std::vector<char>* out) {
   }
 }
 
-enum class Trial { kSkipped, kDeferred, kRuns, kRefusedAtCall, kFailsWhileRunning };
+enum class Trial { kSkipped, kDeferred, kRuns, kRefusedAtCall, kFailsWhileRunning, kRunsEagerly };
 
 // Runs the op once, as eager code would, on stand-ins of its inputs filled with ones (same shapes,
 // dtypes and context), and reads its results. Symbolic inference does not see everything eager
@@ -142,7 +142,21 @@ enum class Trial { kSkipped, kDeferred, kRuns, kRefusedAtCall, kFailsWhileRunnin
 Trial trial_run(const OpInfo& op, std::vector<const char*> keys, std::vector<const char*> vals,
                 const std::vector<const AVal*>& ins, const std::vector<AVal>& outs, bool np_shape,
                 std::string* message) {
-  if (ins.empty() || skips_trial(op)) return Trial::kSkipped;
+  if (ins.empty()) return Trial::kSkipped;
+  if (skips_trial(op)) {
+    // A random op is not tried (it would take numbers from the generator). Given a zero-size
+    // array, MXNet's samplers fail while they run; *_like draws, Dropout and multinomial given
+    // an integer array fail while they run or when called ("only support floating point
+    // types"; bad_input_sweep.py; the other samplers take integer parameter arrays). Such a
+    // call runs eagerly where it is made.
+    const bool draws = op.effectful && !op.can_fail && !op.ours && !op.update;
+    const std::string& n = op.name;
+    const bool wants_float = (n.size() > 5 && n.compare(n.size() - 5, 5, "_like") == 0) || n == "Dropout" ||
+                             n == "_npx_dropout" || n == "_sample_multinomial";
+    for (const AVal* a : ins)
+      if (draws && (a->size() == 0 || (wants_float && a->dtype > 2))) return Trial::kRunsEagerly;
+    return Trial::kSkipped;
+  }
   size_t total = 0;
   for (const AVal* a : ins) {
     if (a->ndim == 0 && !np_shape) return Trial::kSkipped;
@@ -371,6 +385,11 @@ void SignatureCache::try_op(const OpInfo& op, const std::vector<Attr>& attrs, co
   }
   std::string failure;
   const Trial trial = trial_run(op, keys, vals, ins, sig->outs, np_shape, &failure);
+  if (trial == Trial::kRunsEagerly) {
+    sig->recordable = false;
+    sig->why_not = "a random op given an integer or zero-size array (may fail where it is called or while it runs)";
+    return;
+  }
   sig->untried = trial == Trial::kDeferred;
   sig->fails_while_running = trial == Trial::kFailsWhileRunning;
   if (trial == Trial::kRefusedAtCall)  // eager raises where it is called
