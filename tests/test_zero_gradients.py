@@ -4,6 +4,8 @@ part of a recorded segment run as one static CachedOp is one autograd node, whos
 real zero-filled arrays on and runs with them: such parts run as a graph whose ops MXNet records
 one by one (stats()['per_op_autograd']; fuzz seeds 414917, 212037), as does every part whose
 history outlives its flush (1415001, 1439174, 1482938: the zero-gradient op comes later)."""
+import contextlib
+
 import numpy as np
 import pytest
 from mxnet import autograd, nd
@@ -301,3 +303,80 @@ def test_autograd_grad_behind_a_comparison_beside_a_float64_update():
     assert_same(*r, rtol=0)
     assert not np.isnan(r[1][0].asnumpy()).any()
     assert _per_op(r.stats)
+
+
+# ------------------------------------------------------------------ the sign of a zero gradient
+#
+# MXNet's aggregation of a value's gradients (AggregateGradient) drops zero nodes from the sum,
+# keeping at least one: a variable read by x0 * x1 and by uniform_like gets the product's
+# gradient alone, -0 where that is -0. A part run as one CachedOp hands such an input a
+# zero-filled array instead, and the in-graph gradient pass's own aggregation summed the zero
+# nodes: -0 + 0 is +0 (zero_grad_sweep.py: 15 of 4000 programs differed only there).
+
+def _same_bits(eager, jitted):
+    for k, (e, j) in enumerate(zip(eager, jitted)):
+        e, j = e.asnumpy(), j.asnumpy()
+        assert e.dtype == j.dtype and e.shape == j.shape, k
+        bits = "u%d" % e.itemsize
+        same = (e.view(bits) == j.view(bits)) | (np.isnan(e) & np.isnan(j))
+        assert same.all(), "result %d: eager %s, jit() %s" % (k, e[~same], j[~same])
+
+
+_SIGNED_ZEROS = dict(x0=[[-0.0, 2.5, -3.0, 0.0]], x1=[[-0.0, -0.0, 0.0, -1.0]], x2=[[1.0, -0.0, 0.5, 2.0]])
+
+
+def _zero_beside_a_product(x0, x1, x2, how):
+    with autograd.record():
+        v0 = nd.broadcast_hypot(x2, x0)   # an op the heads do not reach
+        v1 = x0 * x1
+        z0 = nd.cast(nd.random.uniform_like(x0), "float32") + v1 * 0.25
+        z1 = nd.floor(v1)
+    if how == "backward":
+        autograd.backward([z0, z1])
+        return [x0.grad, x1.grad, x2.grad, v0, v1, z1]
+    g = autograd.grad([z0, z1], [x0, x1])
+    return list(g) + [v0, v1, z1]
+
+
+def _argsort_beside_a_product(x0, x1, x2, how):
+    with autograd.record():
+        v = x0 * -1.5
+        w = x0 * v
+        z = nd.cast(nd.argsort(x0, axis=1), "float32") + w * 0.25
+    if how == "backward":
+        z.backward()
+        return [x0.grad, v, w, z]
+    return [autograd.grad(z, [x0])[0], v, w, z]
+
+
+@pytest.mark.parametrize("req", ["write", "add"])
+@pytest.mark.parametrize("how", ["backward", "grad"])
+@pytest.mark.parametrize("program", [_zero_beside_a_product, _argsort_beside_a_product])
+def test_a_zero_gradient_beside_a_real_one_keeps_eager_sign_of_zero(program, how, req):
+    outs = []
+    for use_jit in (False, True):
+        xs = [nd.array(_SIGNED_ZEROS[k]) for k in ("x0", "x1", "x2")]
+        for x in xs:
+            x.attach_grad(grad_req=req)
+        mx.random.seed(3)
+        for _ in range(2):  # the second time, backward() runs in the graph where it can
+            with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+                got = program(*xs, how)
+            outs.append([a.copy() for a in got])
+    _same_bits(outs[0], outs[2])
+    _same_bits(outs[1], outs[3])
+
+
+@pytest.mark.parametrize("seed,kind", [(255, None), (552, None), (788, None), (1100, None), (1263, None),
+                                       (1239, "grad"), (1263, "grad"), (2095, "grad")])
+def test_zero_grad_sweep_programs_that_differed_in_the_sign_of_a_zero(seed, kind):
+    """`zero_grad_sweep.py 1500 0` and `zero_grad_sweep.py 3000 0 grad`: these differed only in the
+    sign of a zero gradient (parts run as one graph each, MXNet's backward summing their
+    zero-filled arrays); compared bit for bit."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "stress"))
+    import zero_grad_sweep
+    eager = zero_grad_sweep.run(seed, False, kind)
+    jitted = zero_grad_sweep.run(seed, True, kind)
+    assert zero_grad_sweep.difference(eager, jitted, signed_zeros=True) is None, "\n".join(eager[2])

@@ -250,6 +250,24 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
     const JValue* inputs = nd.get("inputs");
     const JValue* ctrl = nd.get("control_deps");
     const int num_out = row_ptr->arr[i + 1].as_int() - row_ptr->arr[i].as_int();
+    // MXNet's own aggregation (AggregateGradient: autograd's and CachedOp's) drops zero nodes from
+    // a sum of gradients, keeping at least one; the pass's default one, run here, sums them, and
+    // -0 + 0 is +0 where eager keeps -0 (zero_grad_sweep.py). The sums the pass made lose them alike.
+    std::vector<const JValue*> summed;
+    const bool pass_sum = old_of[i] < 0 && op && op->str == "elemwise_sum" && inputs && inputs->arr.size() > 1;
+    if (pass_sum) {
+      for (const JValue& e : inputs->arr) {
+        const JValue* from = nodes->arr[e.arr[0].as_int()].get("op");
+        if (!from || (from->str != "zeros_like" && from->str != "_zeros" && from->str != "zeros")) summed.push_back(&e);
+      }
+      if (summed.empty()) summed.push_back(&inputs->arr[0]);
+      if (summed.size() == 1) {  // the one gradient left is the sum
+        const JValue& e = *summed[0];
+        entry_of[i].push_back(entry_of[e.arr[0].as_int()][e.arr[1].as_int()]);
+        id_of[i] = entry_of[i][0].first;
+        continue;
+      }
+    }
     std::string s = std::string(result.next ? "," : "") + "{\"op\":";
     append_json_string(s, op ? op->str : "null");
     s += ",\"name\":";
@@ -260,17 +278,19 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
         if (a) s += ',';
         append_json_string(s, attrs->obj[a].first);
         s += ':';
-        append_json_string(s, attrs->obj[a].second.str);
+        const bool count = pass_sum && attrs->obj[a].first == "num_args";
+        append_json_string(s, count ? std::to_string(summed.size()) : attrs->obj[a].second.str);
       }
       s += "}";
     }
     s += ",\"inputs\":[";
-    if (inputs)
-      for (size_t k = 0; k < inputs->arr.size(); ++k) {
-        const JValue& e = inputs->arr[k];
-        const Entry src = entry_of[e.arr[0].as_int()][e.arr[1].as_int()];
-        s += std::string(k ? ",[" : "[") + std::to_string(src.first) + "," + std::to_string(src.second) + ",0]";
-      }
+    if (inputs && !pass_sum)
+      for (const JValue& e : inputs->arr) summed.push_back(&e);
+    for (size_t k = 0; k < summed.size(); ++k) {
+      const JValue& e = *summed[k];
+      const Entry src = entry_of[e.arr[0].as_int()][e.arr[1].as_int()];
+      s += std::string(k ? ",[" : "[") + std::to_string(src.first) + "," + std::to_string(src.second) + ",0]";
+    }
     s += "]";
     if (old_of[i] >= 0 && !old_ctrl[old_of[i]].empty()) {  // ours: the order we gave it
       const std::vector<int>& deps = old_ctrl[old_of[i]];

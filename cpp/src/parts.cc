@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <unordered_map>
 
@@ -280,6 +281,38 @@ std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<
       if (!part_reached[part_of_node[i]]) continue;
       for (int v : n.in)
         if (eager[v] == kZero && history_outside(v, part_of_node[i])) flag(part_of_node[i], n);
+    }
+    // An input from outside the part that the part hands only zero nodes (every op of it reading
+    // the input gives MXNet's zero node, or is skipped), where the input's gradient is a sum:
+    // eager's aggregation drops zero nodes from a sum (AggregateGradient), the part's backward
+    // adds a zero-filled array instead, and -0 + 0 is +0 (zero_grad_sweep.py). A sum: another
+    // op of the trace gives it a real gradient, or it is a variable or has history (an earlier
+    // graph may add to it).
+    std::map<uint64_t, std::pair<uint8_t, size_t>> handed;  // (part, value) -> its kind, first reader
+    for (size_t i = 0; i < N; ++i) {
+      const Node& n = t.nodes[i];
+      uint8_t s = kNone;
+      for (int v : n.out) s = std::max(s, eager[v]);
+      if (s == kNone) continue;
+      const int part = part_of_node[i];
+      for (size_t k = 0; k < n.in.size(); ++k) {
+        const int v = n.in[k];
+        if (t.values[v].node >= 0 && part_of_node[t.values[v].node] == part) continue;
+        auto it = handed.emplace(static_cast<uint64_t>(part) * V + v, std::make_pair(kNone, i)).first;
+        it->second.first = std::max<uint8_t>(it->second.first, s == kZero || zero_input(n, k) ? kZero : kReal);
+      }
+    }
+    for (const auto& h : handed) {
+      if (h.second.first != kZero) continue;
+      const int part = static_cast<int>(h.first / V), v = static_cast<int>(h.first % V);
+      const Value& val = t.values[v];
+      bool sum = eager[v] == kReal;
+      if (!sum && val.node < 0 && val.ext) {
+        int req = 0;
+        const AutogradRole role = autograd_peek_works() ? autograd_role(val.ext, &req) : AutogradRole::kHistory;
+        sum = role == AutogradRole::kHistory || (role == AutogradRole::kVariable && req != 0);
+      }
+      if (sum) flag(part, t.nodes[h.second.second]);
     }
   }
   return op_by_op;
