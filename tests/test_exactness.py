@@ -1199,3 +1199,33 @@ def test_a_copy_of_a_whole_array_stays_in_the_graph():
         assert e.dtype == j.dtype
         np.testing.assert_array_equal(j, e)
     assert minpy_jit.stats()["fallbacks"].get("_copyto") == 1, minpy_jit.stats()["fallback_reasons"]
+
+
+@pytest.mark.parametrize("sampler", ["normal", "uniform", "exponential", "gamma", "dropout"])
+def test_numpy_interface_random_draws_keep_eager_order(sampler):
+    """mx.np.random's samplers (_npi_normal, ... and npx.dropout) draw from the generator eager
+    code draws from, though their names say neither 'random' nor 'sample': an unused draw and the
+    draws after it must give eager's numbers (before, they were reordered or dropped in the graph)."""
+    from mxnet import np as mnp, npx
+
+    draw = {"normal": lambda: mnp.random.normal(0, 1, size=(5,)),
+            "uniform": lambda: mnp.random.uniform(0, 1, size=(5,)),
+            "exponential": lambda: mnp.random.exponential(1.0, size=(5,)),
+            "gamma": lambda: mnp.random.gamma(2.0, 1.0, size=(5,)),
+            "dropout": lambda: npx.dropout(mnp.ones((5,)), p=0.5)}[sampler]
+
+    def program():
+        mx.random.seed(7)
+        unused = draw()  # noqa: F841 - its draw moves the generator
+        b = mnp.random.uniform(0, 1, size=(5,))
+        return draw() * 2 + b          # `unused` is dead when the trace runs
+
+    npx.set_np()
+    try:
+        eager = program().asnumpy()
+        with minpy_jit.jit():
+            jitted = program()
+        jitted = jitted.asnumpy()
+    finally:
+        npx.reset_np()
+    assert np.array_equal(eager, jitted), (sampler, eager, jitted)

@@ -32,6 +32,17 @@ bool runs_alike_in_both_modes(const OpInfo& op) {  // decided once per op: OpInf
   return op.update || op.ours || elementwise.count(op.name) > 0;
 }
 
+// The samplers of mxnet.np.random / npx (`_npi_normal`, `_npx_dropout`, ...): their names say
+// neither "random" nor "sample", but they draw from the generator eager code draws from.
+bool numpy_sampler(const std::string& n) {
+  static const std::unordered_set<std::string> names = {
+      "_npi_bernoulli", "_npi_choice",      "_npi_exponential", "_npi_gamma",    "_npi_gumbel",
+      "_npi_logistic",  "_npi_multinomial", "_npi_normal",      "_npi_normal_n", "_npi_pareto",
+      "_npi_powerd",    "_npi_rayleigh",    "_npi_shuffle",     "_npi_uniform",  "_npi_uniform_n",
+      "_npi_weibull",   "_npi_laplace",     "_npi_poisson",     "_npx_dropout"};
+  return names.count(n) != 0;
+}
+
 OpInfo& op_info(AtomicSymbolCreator creator) {
   auto it = R->ops.find(creator);
   if (it != R->ops.end()) return *it->second;
@@ -50,7 +61,8 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   const std::string& n = info->name;
   // Random draws must keep program order; Custom ops (debug_print) may have side effects.
   info->effectful = n == "Custom" || n == "Dropout" || n == "_shuffle" || n == "RNN" ||
-                    n.find("random") != std::string::npos || n.find("sample") != std::string::npos;
+                    n.find("random") != std::string::npos || n.find("sample") != std::string::npos ||
+                    numpy_sampler(n);
   info->expands = needs_expansion(n);
   info->update = update_op(n);
   info->can_fail = op_can_fail(n);
