@@ -10,6 +10,9 @@ namespace minpy {
 // MXNet's device types (Context::DeviceType).
 enum DevType { kCPU = 1, kGPU = 2, kCPUPinned = 3, kCPUShared = 5 };
 
+// Host memory our CPU kernels may read and write: cpu, cpu_pinned and cpu_shared.
+inline bool in_cpu_memory(int dev_type) { return dev_type == kCPU || dev_type == kCPUPinned || dev_type == kCPUShared; }
+
 struct AVal {
   static constexpr int kMaxDim = 8;
   int ndim = 0;

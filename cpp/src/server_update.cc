@@ -53,19 +53,15 @@ struct ServerUpdater {
   int64_t updates = 0, python_updates = 0;
 };
 
-bool cpu_memory(int dev_type) { return dev_type == 1 || dev_type == 3 || dev_type == 5; }  // cpu, pinned, shared
-
-// Elements of a dense float32 array in CPU memory, or -1.
+// Elements of a dense float32 array in CPU memory, or -1 (never throws: MXNet calls us from C).
 int64_t dense_cpu_float32_size(NDArrayHandle h) {
-  int dtype = -1, stype = -1, dev_type = 0, dev_id = 0, ndim = 0;
-  const int* dims = nullptr;
-  if (MXNDArrayGetDType(h, &dtype) != 0 || dtype != 0) return -1;
-  if (MXNDArrayGetStorageType(h, &stype) != 0 || stype != 0) return -1;
-  if (MXNDArrayGetContext(h, &dev_type, &dev_id) != 0 || !cpu_memory(dev_type)) return -1;
-  if (MXNDArrayGetShapeEx(h, &ndim, &dims) != 0 || ndim < 0) return -1;
-  int64_t n = 1;
-  for (int i = 0; i < ndim; ++i) n *= dims[i];
-  return n;
+  try {
+    if (stype_of(h) != 0) return -1;
+    const AVal a = aval_of(h);
+    return a.dtype == 0 && in_cpu_memory(a.dev_type) ? a.size() : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 // float(str(v)) as MXNet's Tuple<float> reads a list item (repr, strtof); GIL held.

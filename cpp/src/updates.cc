@@ -194,9 +194,8 @@ bool update_arrays_in_cpu_memory_fit(const UpdateOp& u, const std::vector<const 
   for (size_t k = 0; k < arrays.size(); k += stride)
     for (size_t j = 0; j < stride; ++j) {
       const AVal& a = *arrays[k + j];
-      const bool cpu_memory = a.dev_type == 1 || a.dev_type == 3 || a.dev_type == 5;
       const int want = (u.mp && j < 2) ? 2 : 0;  // float16 weight and gradient, float32 otherwise
-      if (!cpu_memory || a.dtype != want || a.size() != arrays[k]->size()) return false;
+      if (!in_cpu_memory(a.dev_type) || a.dtype != want || a.size() != arrays[k]->size()) return false;
     }
   return true;
 }
