@@ -228,6 +228,32 @@ def test_clear_cache_drops_graphs_and_lets_an_eager_site_compile_again(capsys):
     assert after["sites"][site] == {"compiles": 1, "eager": False}, after["sites"]
 
 
+def test_scopes_at_one_line_of_two_files_of_one_name_are_two_sites(tmp_path):
+    """Sites were named (and keyed) by the file's base name and line, so a `with jit()` at the
+    same line of two files called model.py shared one recompile counter: here each compiles 3
+    graphs under recompile_limit=3, which together crossed the limit and sent both eager. The
+    second file's site is now 'model.py:3 #2'."""
+    import importlib.util
+    minpy_jit.config(recompile_limit=3)
+    bodies = []
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        path = tmp_path / d / "model.py"
+        path.write_text("import minpy_jit\ndef body(x):\n    with minpy_jit.jit():\n"
+                        "        return x * 2 + 1\n")
+        spec = importlib.util.spec_from_file_location("model_%s" % d, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        bodies.append(mod.body)
+    for body, rows in zip(bodies, ((2, 3, 4), (5, 6, 7))):
+        for n in rows:
+            x = arr(rand(n, 3, seed=n))
+            assert_same(run_eager(lambda x: x * 2 + 1, x), body(x))
+    sites = {k: v for k, v in minpy_jit.stats()["sites"].items() if k.startswith("model.py:3")}
+    assert sites == {"model.py:3": {"compiles": 3, "eager": False},
+                     "model.py:3 #2": {"compiles": 3, "eager": False}}, sites
+
+
 # ------------------------------------------------------------------ logging and miss reasons
 
 def test_log_recompiles_one_line_per_miss(capsys):

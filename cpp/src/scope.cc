@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "launch.h"
 #include "runtime.h"
@@ -159,6 +161,20 @@ std::string filename_of(PyFrameObject* f) {
   return out;
 }
 
+// A site's name: "file.py:line" for the first file of that name with a scope at that line,
+// then "file.py:line #2", "#3"... for files of the same name in other directories, so they
+// never share a site (its recompile counters and lifted-scalar record). Called with the GIL.
+std::string site_name(const std::string& path, int line) {
+  static auto* names = new std::unordered_map<std::string, std::string>();  // path:line -> name
+  static auto* uses = new std::unordered_map<std::string, int>();           // name text -> count
+  const std::string key = path + ":" + std::to_string(line);
+  auto it = names->find(key);
+  if (it != names->end()) return it->second;
+  const std::string text = path.substr(path.find_last_of("/\\") + 1) + ":" + std::to_string(line);
+  const int n = ++(*uses)[text];
+  return names->emplace(key, n == 1 ? text : text + " #" + std::to_string(n)).first->second;
+}
+
 // "file.py:line" of the `with` statement (of the decorated function's caller, for a decorator).
 std::string caller_site() {
   PyFrameObject* f = PyEval_GetFrame();  // borrowed: the frame running the `with`
@@ -175,7 +191,7 @@ std::string caller_site() {
   }
   int line = PyFrame_GetLineNumber(f);
   Py_DECREF(f);
-  return file.substr(file.find_last_of("/\\") + 1) + ":" + std::to_string(line);
+  return site_name(file, line);
 }
 
 PyObject* entered_list(PyObject* self) {  // new reference; the scope object's stack of enters
