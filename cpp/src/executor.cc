@@ -233,11 +233,12 @@ void push_default_layout(const std::vector<NDArrayHandle>& arrays, bool separate
 }  // namespace
 
 int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
-  push_default_layout(a.ours_write);
   int nout = static_cast<int>(a.outs.size());
   NDArrayHandle* outp = a.outs.data();
   const int* stypes = nullptr;
   return without_gil([&] {  // a graph holding a Custom op runs it under MXNet's custom-op lock
+    std::lock_guard<std::mutex> one_run(exe.run_mu);  // waited for without the GIL: a run may need it
+    push_default_layout(a.ours_write);
     return MXInvokeCachedOpEx(op ? op : exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
   });
 }

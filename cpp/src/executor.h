@@ -7,6 +7,7 @@
 #pragma once
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,6 +42,13 @@ struct Executor {
   // Built to record each of its ops as its own autograd node when it runs under record() (a
   // dynamic CachedOp that inlines its graph), as eager MXNet records them: see compile().
   bool per_op_autograd = false;
+  // One run at a time (invoke_cached_op). MXNet's static CachedOp pushes its graph under a lock
+  // of its own but flushes the engine ops it bulked after releasing it, and MXNet's engine
+  // appends an op to its variables one at a time: two threads running one CachedOp at once
+  // could order their ops differently on two of its buffers and wait for each other for ever
+  // (seen: tests/stress/threads.py hung, threads with the same model sharing executors), or
+  // one run's last ops could read buffers the other's first ops had written.
+  mutable std::mutex run_mu;
   ~Executor();
 };
 

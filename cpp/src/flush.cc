@@ -359,6 +359,10 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     key.add(static_cast<uint64_t>(o.target_ext + 2));
   }
   if (per_op_autograd) key.add(0x1D11AEDULL);
+  // A static graph run under record() is one autograd node whose backward reads the buffers
+  // of the CachedOp's last forward: another thread running that CachedOp in between would
+  // hand this backward its own values. Such graphs are per thread (the trace's owner).
+  if (t.runs_recorded() && !per_op_autograd) key.add(0x7E4D0000ULL + ts.id);
   char keybuf[20];
   snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
   ev.key = keybuf;

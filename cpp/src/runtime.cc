@@ -30,6 +30,7 @@ ThreadState& me() {
     } else {
       tls.st = new ThreadState();
     }
+    tls.st->id = ++R->thread_ids;
     R->threads.push_back(tls.st);
   }
   return *tls.st;

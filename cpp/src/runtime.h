@@ -45,6 +45,7 @@ struct Config {
 
 struct Site;
 struct ThreadState {
+  uint64_t id = 0;  // unique per thread that ever recorded (states are recycled: a new id each time)
   int depth = 0;
   bool flushing = false;
   std::thread::id flusher;  // the thread running this trace's flush, while `flushing`
@@ -137,6 +138,7 @@ struct Runtime {
   Config cfg;
   std::vector<ThreadState*> threads, spare_states;
   std::mutex threads_mu;
+  uint64_t thread_ids = 0;  // ThreadState::id handed out so far (under threads_mu)
   std::string mxnet_dir;  // the mxnet package's directory (how callbacks.cc recognises MXNet's threads)
   std::string kernels;  // path of the kernel library MXNet loaded, "" until then (fusion needs it)
   size_t pending = 0;  // recorded, unflushed ops over all threads
