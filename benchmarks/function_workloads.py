@@ -12,6 +12,7 @@ hybridized sequence and than jit(); W3 >= 1.3x faster than jit() and no slower t
 hybridized step; a guard check on 10 arrays < 2 us.
 
     .venv/bin/python benchmarks/function_workloads.py [--json out.json] [--only w1,w3,w4,guards] [--breakdown] [--cpu]
+                                                      [--threads]
 
 --breakdown: after the table, where the time of one call goes, for @function and jit(): MXNet's
 profiler, operator time per call summed by operator, against the wall and CPU time (process time:
@@ -20,6 +21,15 @@ time is most of its call is bound by its kernels; the rest is the call's fixed c
 guards, CachedOp, engine). So that each operator is timed on its own, the flag turns MXNet's
 engine bulking off for the whole run: that run's table is slower (hybridized most) and not
 comparable with a run without the flag.
+
+--threads: after the table, each mode's CPU time per call split between the Python thread and
+the process's other threads (MXNet's engine worker, our kernel helpers), with the wall time of
+the same calls. The two halves run one after the other on one core and side by side on two: a
+mode whose Python thread records while the engine runs earlier work (jit()'s segments) can
+finish in less wall time than its CPU time, one that hands all its work to the engine at once
+(@function's single launch) cannot. `bound` is the wall time jit() would take if its two
+halves overlapped perfectly, max(python, rest): the jit/function ratio in wall time on an idle
+2-core machine lies between bound/function-cpu and jit-cpu/function-cpu.
 
 --cpu: the table's times are the process's CPU time per call (every thread: Python, MXNet's
 engine worker, our kernel helpers) instead of wall time, with the same interleaved repeats.
@@ -273,6 +283,23 @@ def breakdown(name, fn, calls=100):
         print("      %-40s %8.3f ms" % (op[:40], ms))
 
 
+def thread_split(name, fn, calls=100):
+    """Per call: wall, process CPU, and the Python thread's CPU (time.thread_time) of `calls` calls."""
+    for _ in range(5):
+        fn()
+    nd.waitall()
+    rows = []
+    for _ in range(timing.REPEATS):
+        t0, c0, p0 = time.perf_counter(), time.process_time(), time.thread_time()
+        for _ in range(calls):
+            fn()
+        nd.waitall()
+        rows.append(((time.perf_counter() - t0) / calls, (time.process_time() - c0) / calls,
+                     (time.thread_time() - p0) / calls))
+    wall, cpu, py = (float(np.median([r[k] for r in rows])) for k in range(3))
+    return wall, cpu, py
+
+
 def main():
     only = None
     if "--only" in sys.argv:
@@ -304,6 +331,23 @@ def main():
         for r in measured:
             for mode in ("function", "jit"):
                 breakdown("%s %s" % (r["workload"].split()[0], mode), r["fns"][mode])
+    if "--threads" in sys.argv and measured:
+        print()
+        print("CPU time per call by thread (medians of %d x 100 calls, ms; --threads): python = the Python thread, "
+              "rest = MXNet's engine worker and our helpers" % timing.REPEATS)
+        trows = []
+        for r in measured:
+            k = r["scale"]
+            split = {m: thread_split(m, r["fns"][m], calls=100 if k >= 1e3 else 1000)
+                     for m in ("eager", "hybrid", "jit", "function")}
+            for m, (wall, cpu, py) in split.items():
+                trows.append([r["workload"].split()[0], m, "%.3f" % (wall * k), "%.3f" % (cpu * k), "%.3f" % (py * k),
+                              "%.3f" % ((cpu - py) * k), "%.3f" % (max(py, cpu - py) * k)])
+            jw, jc, jp = split["jit"]
+            fw_, fc, fp = split["function"]
+            trows.append([r["workload"].split()[0], "jit/function", "%.2fx" % (jw / fw_), "%.2fx" % (jc / fc), "", "",
+                          "%.2fx" % (max(jp, jc - jp) / fc)])
+        timing.table(trows, ["workload", "mode", "wall (%s)" % "unit", "cpu", "python", "rest", "bound"])
     if not only or "guards" in only:
         g = bench_guards()
         print()
