@@ -3,13 +3,13 @@
 With the update on the kvstore (the Trainer's default for every dist kvstore) each server
 runs the optimizer once per key and step, from its main thread, between receiving the
 workers' gradients and answering them (kvstore_dist_server.h, ApplyUpdates): MXNet's
-Python `Updater` from a ctypes callback, then a `multi_sgd_update` op pushed to the engine
-that the server waits for. On a 2-worker job of the W3 MLP that was most of the server's
-time, and every worker waits for it at every step. A worker's jit() graphs do not run there.
+Python `Updater` from a ctypes callback, then an update op pushed to the engine that the
+server waits for. On a 2-worker job of the W3 MLP that was most of the server's time, and
+every worker waits for it at every step. A worker's jit() graphs do not run there.
 
-What happens instead, for MXNet's own SGD (with or without momentum, wd, lr_mult/wd_mult,
-clip_gradient; no lr_scheduler) when `kv.set_optimizer` is called inside a jit() scope (as
-Trainer.step does on its first call):
+What happens instead, for MXNet's own SGD and NAG (with or without momentum) and Adam (wd,
+lr_mult/wd_mult, clip_gradient, any lr_scheduler) when `kv.set_optimizer` is called inside a
+jit() scope (as Trainer.step does on its first call):
 * the worker sends the optimizer as MXNet does (the servers install MXNet's Updater),
   then a second command: the same optimizer pickled through `_upgrade` of this module;
 * a server unpickling it imports minpy_jit (the servers run the workers' command, so it is
@@ -21,6 +21,10 @@ Trainer.step does on its first call):
   and the stored weight as the engine would and runs, in the server's thread, the kernel
   the recorded Trainer update runs, with the float32 rates MXNet would parse; calls it does
   not model (row_sparse, float16, ...) go to MXNet's Updater, kept as the fallback.
+The rates of a call are the optimizer's own: `_rates` below does for one key what its
+update() does before it launches the op (the update count, `_get_lr(s)` / `_get_wd(s)`,
+which call the lr_scheduler, and Adam's bias correction), in Python, at every call when the
+rates can change (a scheduler, Adam), once per key when they cannot (SGD, NAG).
 Outside jit() nothing changes: the servers run MXNet's Updater.
 
 `set_c_updater(kv)` does the same for any kvstore whose updater is MXNet's Updater of such an
@@ -29,6 +33,7 @@ optimizer (tests use a local one: the same C function, without processes).
 import ctypes
 import glob
 import logging
+import math
 import os
 import pickle
 
@@ -47,15 +52,56 @@ _log = logging.getLogger("minpy_jit")
 
 
 def supported(optimizer):
-    """MXNet's SGD itself (a subclass may override anything), without lr_scheduler: its
-    rates for a key are constants until the next set_optimizer."""
-    return type(optimizer) is _opt.SGD and optimizer.lr_scheduler is None
+    """MXNet's SGD, NAG or Adam itself (a subclass may override anything)."""
+    return type(optimizer) in (_opt.SGD, _opt.NAG, _opt.Adam)
 
 
 def _is_worker():
     flag = ctypes.c_int()
     check_call(_REAL_LIB.MXKVStoreIsWorkerNode(ctypes.byref(flag)))
     return bool(flag.value)
+
+
+def _rates(o):
+    """rates(key, device_id) -> (lr, wd) of one update of `key`, stepping the optimizer's count
+    as its update does (the Updater first sets the weight's device as the current context)."""
+    if type(o) is _opt.SGD:  # _update_impl over [key]: multi_sgd_update's lrs=/wds= items
+        def rates(key, device_id):
+            o._set_current_context(device_id)
+            o._update_count([key])
+            return o._get_lrs([key])[0], o._get_wds([key])[0]
+    elif type(o) is _opt.NAG:
+        def rates(key, device_id):
+            o._set_current_context(device_id)
+            o._update_count(key)
+            return o._get_lr(key), o._get_wd(key)
+    else:  # Adam.update, to the op's lr= and wd=
+        def rates(key, device_id):
+            o._set_current_context(device_id)
+            o._update_count(key)
+            lr = o._get_lr(key)
+            wd = o._get_wd(key)
+            t = o._index_update_count[key]
+            coef1 = 1. - o.beta1**t
+            coef2 = 1. - o.beta2**t
+            lr *= math.sqrt(coef2)/coef1
+            return lr, wd
+    return rates
+
+
+def _kernel(o):
+    """Our kernel for the op o's update runs, its shared attributes, arrays per weight, and
+    whether the rates are read as lrs=/wds= list items (SGD's multi_sgd_*) or fields."""
+    attrs = [("rescale_grad", o.rescale_grad), ("clip_gradient", o.clip_gradient if o.clip_gradient else "-1")]
+    if type(o) is _opt.Adam:
+        return "_minpy_multi_adam_update", attrs + [("beta1", o.beta1), ("beta2", o.beta2),
+                                                    ("epsilon", o.epsilon)], 4, False
+    sgd = type(o) is _opt.SGD
+    if o.momentum > 0:
+        kernel = "_minpy_multi_sgd_mom_update" if sgd else "_minpy_multi_nag_mom_update"
+        return kernel, attrs + [("momentum", o.momentum)], 3, sgd
+    # NAG without momentum runs sgd_update, whose arithmetic our kernel takes as a formula
+    return "_minpy_multi_sgd_update", attrs + [("formula", "multi_sgd_update" if sgd else "sgd_update")], 2, sgd
 
 
 def set_c_updater(kv):
@@ -66,14 +112,12 @@ def set_c_updater(kv):
     if type(updater) is not _opt.Updater or not supported(updater.optimizer):
         return None
     o = updater.optimizer
-
-    def rates(key):  # what SGD._update_impl computes for this key (lrs, wds of multi_sgd_update)
-        return float(o._get_lrs([key])[0]), float(o._get_wds([key])[0])
-
+    kernel, attrs, stride, list_items = _kernel(o)
+    every_call = o.lr_scheduler is not None or type(o) is _opt.Adam
     c_updater = _core.set_c_updater(
         kv.handle.value, ctypes.cast(kv._updater_func, ctypes.c_void_p).value,
-        ctypes.cast(kv._str_updater_func, ctypes.c_void_p).value, o.rescale_grad,
-        o.clip_gradient if o.clip_gradient else None, o.momentum if o.momentum > 0 else None, rates)
+        ctypes.cast(kv._str_updater_func, ctypes.c_void_p).value, kernel, attrs, stride, _rates(o), every_call,
+        list_items)
     kv._minpy_c_updater = c_updater  # the ctypes callbacks it falls back to live as long as kv
     return c_updater
 

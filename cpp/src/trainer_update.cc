@@ -81,10 +81,7 @@ py::object steal(PyObject* v) {
   return py::reinterpret_steal<py::object>(v);
 }
 
-// How MXNet reads a Python value passed to an op: an attribute field (str(v), dmlc's
-// parser), an item of a list attribute (repr(v), strtof), or the scalar of `x * s`
-// (str(float(v)) parsed as a double, then float). See mxparse.h.
-enum class Text { kField, kItem, kScalar };
+}  // namespace
 
 float mx_value(PyObject* v, Text how) {
   struct Memo {
@@ -113,6 +110,8 @@ float mx_value(PyObject* v, Text how) {
   if (slot) *slot = Memo{bits, static_cast<int>(how), f};
   return f;
 }
+
+namespace {
 
 // exact_float, remembered: a step writes the same few rates and decays for every weight.
 const std::string& exact_text(float f) {

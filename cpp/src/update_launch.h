@@ -53,4 +53,11 @@ using UpdatePlanRun = void (*)(const void* plan, int num_weights, void* const* a
 bool update_plan(const std::string& kernel, const std::vector<std::pair<const char*, std::string>>& attrs,
                  std::shared_ptr<void>* plan, UpdatePlanRun* run);
 
+// How MXNet reads a Python value passed to an op: an attribute field (str(v), dmlc's
+// parser), an item of a list attribute (repr(v), strtof), or the scalar of `x * s`
+// (str(float(v)) parsed as a double, then float). See mxparse.h. GIL held; throws
+// py::error_already_set if Python fails.
+enum class Text { kField, kItem, kScalar };
+float mx_value(PyObject* v, Text how);
+
 }  // namespace minpy
