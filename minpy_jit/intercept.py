@@ -128,15 +128,18 @@ def _guard(fn, cause):
 
 
 def _counted_kvstore_call(guarded, kind, pushed_at, pulled_at):
-    """The guarded kvstore call, counted first (stats()['kvstore']): kind, and the arrays it
-    pushes and pulls, read from the argument that gives their number."""
+    """The guarded kvstore call, counted first (stats()['kvstore']) when the calling thread has
+    a scope open (eager code that runs once the hooks are in is not counted): kind, and the
+    arrays it pushes and pulls, read from the argument that gives their number."""
     note = _core.note_kvstore_call
+    depth = _core.depth
 
     def count(args, at):
         return 0 if at is None else getattr(args[at], "value", args[at])
 
     def counted_kvstore_call(*args):
-        note(kind, count(args, pushed_at), count(args, pulled_at))
+        if depth():
+            note(kind, count(args, pushed_at), count(args, pulled_at))
         return guarded(*args)
 
     counted_kvstore_call.__name__ = getattr(guarded, "__name__", kind)

@@ -334,6 +334,22 @@ def test_trainer_kvstore_traffic_in_stats():
     assert kv["arrays_pushed"] == kv["arrays_pulled"] == 3 * nparams * len(CTX), kv
 
 
+def test_kvstore_calls_outside_a_scope_are_not_counted():
+    """Once the hooks are in, eager code's kvstore calls go through the guarded C API too: only
+    the calls made with a scope open on the calling thread count (as stats() documents)."""
+    with minpy_jit.jit():
+        pass  # the hooks are in from here on
+    kv = mx.kv.create("local")
+    minpy_jit.reset_stats()
+    kv.init(3, nd.ones((2, 2)))
+    kv.push(3, nd.ones((2, 2)))
+    kv.pull(3, out=nd.zeros((2, 2)))
+    assert minpy_jit.stats()["kvstore"]["calls"] == {}
+    with minpy_jit.jit():
+        kv.push(3, [nd.ones((2, 2)), nd.ones((2, 2))])
+    assert minpy_jit.stats()["kvstore"]["calls"] == {"push": 1}
+
+
 def test_pushed_gradients_are_the_parameters_own_gradient_arrays(monkeypatch):
     """Behind a compiled forward, MXNet's backward writes the parameters' gradient buffers in
     place, and those very arrays go to the kvstore: no copy in between (the handles the kvstore
