@@ -159,7 +159,13 @@ def single_process(args):
     results = {m: r.summary() for m, r in runs.items()}
     diff = max(float(np.abs(a - b).max()) for a, b in zip(runs["eager"].weights(), runs["jit"].weights()))
     report(results, stats, diff, "two contexts in one process (%s)" % ", ".join(map(str, ctx)))
-    if abs(results["eager"]["acc"] - results["jit"]["acc"]) > 0.02 or diff > 1e-3:
+    # On CPUs jit() gives eager's weights bit for bit; GPU kernels (cuDNN's choices) may not be
+    # deterministic from one run to the next, eager or not: there the check is loose.
+    if args.gpus:
+        disagree = abs(results["eager"]["acc"] - results["jit"]["acc"]) > 0.02 or diff > 1e-3
+    else:
+        disagree = diff != 0.0
+    if disagree:
         sys.exit("jit() and eager training disagree")
 
 
@@ -209,7 +215,10 @@ def dist(args):
     diff = max(float(np.abs(weights["eager"][0]["arr_%d" % i] - weights["jit"][0]["arr_%d" % i]).max())
                for i in range(n))
     report(results, stats, diff, "%s, 2 workers + 1 server (rank 0's jit() statistics below)" % args.kvstore)
-    if args.kvstore == "dist_sync" and diff != 0.0:
+    if args.kvstore == "dist_async":
+        print("dist_async: the server applies each worker's push when it arrives, so every run (eager ones too) "
+              "ends with other weights; tests/test_distributed.py checks what holds in any order")
+    elif args.kvstore == "dist_sync" and diff != 0.0:
         sys.exit("dist_sync: jit() and eager weights differ")
 
 

@@ -304,3 +304,24 @@ def test_the_processes_stop_when_the_launcher_dies(tmp_path, sig):
         for p in pids:
             if _alive(p):
                 os.killpg(p, signal.SIGKILL)
+
+
+EXAMPLE = os.path.join(ROOT, "examples", "train_data_parallel.py")
+
+
+@pytest.mark.parametrize("args", [[], ["--dist"]], ids=["two-contexts", "dist_sync"])
+def test_the_example_trains_as_eager_does(args):
+    """examples/train_data_parallel.py as the README runs it (one epoch): two contexts in one
+    process, or (--dist) a job of 2 workers + 1 server started by the launcher, once eager and
+    once under jit(); it exits with an error unless the weights are eager's bit for bit."""
+    env = dict(os.environ, **_env())
+    try:
+        p = subprocess.run([sys.executable, EXAMPLE, "--epochs", "1", "--timeout", str(TIMEOUT)] + args, env=env,
+                           capture_output=True, text=True, timeout=2 * TIMEOUT + 30)
+    except OSError as e:  # pragma: no cover - a sandbox that forbids starting processes
+        pytest.skip("cannot start the example: %s" % e)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    assert "max |weight difference| jit vs eager after training: 0\n" in out, out[-3000:]
+    if args:
+        assert "server runs the C updater for SGD" in out, out[-3000:]
