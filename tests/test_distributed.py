@@ -162,7 +162,7 @@ def _wait_for_line(job, name, text, deadline):
     return False
 
 
-@pytest.mark.parametrize("victim", ["server 0", "worker 1"])
+@pytest.mark.parametrize("victim", ["server 0", "worker 1", "scheduler"])
 def test_a_process_killed_mid_training_stops_the_job(tmp_path, victim):
     """Once worker 0 is training (it prints 'ready' and goes on), kill the victim: the others
     would wait for it inside ps-lite forever; the launcher stops them and names the victim."""
