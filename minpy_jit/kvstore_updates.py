@@ -8,8 +8,9 @@ reduced gradient and the stored weight -- then PullImpl, broadcasting the stored
 called from a C callback run eagerly (callbacks.cc), one Python updater call per parameter:
 about 55 us a parameter here against 15 for the same update recorded as one kernel call.
 
-While a scope is open, that loop becomes: one `push` of every key with an updater that only
-collects (key, reduced gradient, stored weight); the real `Updater` called once with the lists,
+While a scope is open, that loop becomes: one `push` of every key (one per key from three
+contexts on, which keeps MXNet's order of the gradient sum: see the push below) with an updater
+that only collects (key, reduced gradient, stored weight); the real `Updater` called once with the lists,
 outside the callback, so its ops are recorded like any other update (SGD's multi-weight ops on
 the stored weights, in pinned memory or beside gradients of other contexts, which no graph
 takes, run as our kernel launched directly: record.cc, launch_cpu_memory_update); then one `pull` of every key, whose guard runs the recorded updates
@@ -105,7 +106,17 @@ def _allreduce_grads(self):
     collector = _Collector()
     check_call(_REAL_LIB.MXKVStoreSetUpdaterEx(kv.handle, collector.int_fn, collector.str_fn, None))
     try:
-        kv.push(keys, grads)
+        # A push of several keys groups its arrays by key with std::sort on the key alone
+        # (KVStoreLocal::GroupKVPairs), which is not stable: past 16 arrays it may reorder a
+        # key's arrays, and the reduction then sums the contexts' gradients in another order than
+        # MXNet's loop, whose pushpull of one key sorts that key's arrays alone (measured: 3
+        # contexts, 6 keys, 2e-8 to 7e-7 off after a few steps). Two arrays sum to the same bits
+        # in either order; from three contexts on, each key is pushed alone, as MXNet pushes it.
+        if max(len(g) for g in grads) <= 2:
+            kv.push(keys, grads)
+        else:
+            for key, grad_list in zip(keys, grads):
+                kv.push(key, grad_list)
     finally:
         check_call(_REAL_LIB.MXKVStoreSetUpdaterEx(kv.handle, kv._updater_func, kv._str_updater_func, None))
     calls = collector.calls

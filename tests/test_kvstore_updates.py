@@ -7,8 +7,10 @@ time (an lr_scheduler with keys at different step counts, an optimizer of our ow
 order of calls is kept.
 """
 import mxnet as mx
+import numpy as np
 import pytest
-from mxnet import gluon
+from mxnet import gluon, nd
+from mxnet.gluon import nn
 
 from test_data_parallel import CTX, OPT_IDS, OPTIMIZERS, _check, _data, _net, _step, _weights
 from test_training import J, _clean_state  # noqa: F401  (_clean_state: autouse fixture)
@@ -102,3 +104,41 @@ def test_sgd_on_the_kvstores_arrays_runs_our_kernel(kvstore, kw):
     eager_updates = sum(n for r, n in st["fallback_reasons"].items() if r.startswith("multi_sgd"))
     assert eager_updates <= 1, st["fallback_reasons"]
     assert st["trainer_updates"]["direct"] == 4 - eager_updates, st["trainer_updates"]
+
+
+def _deep_net(ctx):
+    mx.random.seed(5)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(32, activation="relu", in_units=20), nn.Dense(16, activation="relu", in_units=32),
+            nn.Dense(4, in_units=16))
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    return net
+
+
+@pytest.mark.parametrize("contexts", [3, 4])
+@pytest.mark.parametrize("kvstore", ["local", "device"])
+@pytest.mark.parametrize("opt,kw", OPTIMIZERS, ids=OPT_IDS)
+def test_three_or_more_contexts_sum_gradients_in_eagers_order(opt, kw, kvstore, contexts):
+    """A push of several keys groups its arrays by key with an unstable sort, which past 16
+    arrays (here 6 parameters x 3 or 4 contexts) may reorder a key's arrays: the kvstore then
+    sums the contexts' gradients in another order than MXNet's pushpull of one key, and three
+    or more float32 terms round differently (2e-8 to 7e-7 off after a few steps before). Each
+    key is pushed alone from three contexts on; two arrays sum to the same bits either way."""
+    ctx = [mx.cpu(i) for i in range(contexts)]
+
+    def run(use_jit):
+        net = _deep_net(ctx)
+        trainer = gluon.Trainer(net.collect_params(), opt, dict(kw), kvstore=kvstore)
+        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+        rs = np.random.RandomState(3)
+        snaps = []
+        with J(use_jit):
+            for _ in range(4):
+                x = nd.array(rs.randn(2 * contexts, 20).astype(np.float32))
+                y = nd.array(rs.randint(0, 4, size=2 * contexts).astype(np.float32))
+                _step(net, trainer, lossfn, x, y, ctx=ctx)
+                snaps.append(_weights(net, ctx))
+        return snaps
+
+    st = _check(run)
+    assert _calls(st) == {"push": 4 * 6, "pull": 4}, st["kvstore"]
