@@ -382,3 +382,42 @@ def test_random_two_context_programs(seed):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "stress"))
     import context_fuzz
     assert context_fuzz.difference(seed) is None
+
+
+WAITS = ("MXNDArrayWaitToRead", "MXNDArrayWaitToWrite", "MXNDArrayWaitAll", "MXNDArraySyncCopyToCPU")
+
+
+@pytest.mark.parametrize("kvstore,update_on_kvstore", [("device", None), ("device", False), ("local", None),
+                                                       (None, None)],
+                         ids=["device", "device-update-here", "local", "no-kvstore"])
+def test_a_step_inside_jit_never_waits_for_the_engine(monkeypatch, kvstore, update_on_kvstore):
+    """The kvstore's pushes and pulls are asynchronous engine operations, and a flush hands its
+    graph to the engine without waiting: once compiled, a data-parallel step inside jit() makes
+    no call that waits for MXNet's engine, so the step's kvstore traffic can overlap whatever
+    comes next, as the engine's dependencies allow (README 'Overlap')."""
+    from minpy_jit import intercept
+    net = _net(CTX)
+    xs, ys = _data(7)
+    lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9}, kvstore=kvstore,
+                            update_on_kvstore=update_on_kvstore)
+
+    def steps(first, last):
+        with minpy_jit.jit():  # one scope site: one cache
+            for i in range(first, last):
+                _step(net, trainer, lossfn, xs[i], ys[i])
+
+    steps(0, 2)  # compiles, the kvstore's initialisation, the momenta
+    steps(2, 4)  # (a scope's first step after a scope of several compiles one variant more)
+    nd.waitall()
+    waits = []
+    for name in WAITS:
+        real = getattr(intercept._PROXY, name)
+        monkeypatch.setattr(intercept._PROXY, name, lambda *a, _n=name, _f=real: waits.append(_n) or _f(*a))
+    minpy_jit.reset_stats()
+    steps(4, 7)
+    st = minpy_jit.stats()
+    monkeypatch.undo()
+    nd.waitall()
+    assert waits == [], waits
+    assert st["executions"] >= 3 and st["cache_misses"] == 0, st
