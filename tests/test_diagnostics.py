@@ -169,8 +169,8 @@ def test_optimizer_update_with_changing_lr_compiles_at_most_twice(name, fuse):
     assert delta(before, after, "cache_misses") <= 2, after
     assert delta(before, after, "cache_hits") >= 38, after
     assert after["eager_replays"] == before["eager_replays"] and after["fallbacks"] == before["fallbacks"]
-    if fuse:  # our kernel, the learning rates one-element input arrays
-        assert "= _minpy_multi_" in ir and "lr_inputs=1" in ir and "(1,) float32" in ir, ir
+    if fuse:  # our kernel, each weight's (lr, wd, rescale_grad) an input array
+        assert "= _minpy_multi_" in ir and "hyper_inputs=1" in ir and "(3,) float32" in ir, ir
     else:  # lowered: elementwise ops, lr an input
         assert "_update" not in ir and "(1, 1) float32" in ir, ir
 

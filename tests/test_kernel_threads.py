@@ -42,17 +42,19 @@ def expect_threads(before):
 
 @pytest.mark.parametrize("name", sorted(OP_FORMS))
 def test_update_ops_over_threads_equal_eager(name):
-    update = OP_FORMS[name]
-    n_states = {"sgd_update": 0, "adam_update": 2, "rmspropalex_update": 3}.get(name, 1)
-    ws = [arr(rand(*s, seed=i)) for i, s in enumerate(BIG_SHAPES)]
-    states = [[nd.zeros(w.shape) + 0.01 * k for k in range(n_states)] for w in ws]
+    update, n_states, mp = OP_FORMS[name]
+    wt = np.float16 if mp else np.float32
+    ws32 = [arr(rand(*s, seed=i)) for i, s in enumerate(BIG_SHAPES)]
+    ws = [w.astype(wt) for w in ws32]
+    states = [[nd.zeros(w.shape) + 0.01 * k for k in range(n_states)] + ([w.copy()] if mp else []) for w in ws32]
 
-    grads = [[arr(rand(*w.shape, seed=100 + 10 * step + i)) for i, w in enumerate(ws)] for step in range(3)]
+    grads = [[arr(rand(*w.shape, seed=100 + 10 * step + i)).astype(wt) for i, w in enumerate(ws)]
+             for step in range(3)]
+    hyper = {"lr": 0.05, "wd": 1e-3, "rescale_grad": 0.5}
 
     def steps(ws, states, grads):
         for step_grads in grads:
-            for w, g, s in zip(ws, step_grads, states):
-                update(w, g, s, 0.05)
+            update(ws, step_grads, states, hyper)
             minpy_jit.flush()  # a step a graph, as in a training loop (nothing to do eagerly)
         return ws + sum(states, [])
 

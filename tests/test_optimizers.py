@@ -138,17 +138,19 @@ def test_kernel_matches_mxnet_op(name, clip, in_place):
                 item[0] = o
 
 
-def test_kernel_learning_rates_as_inputs():
-    """lr_inputs=1: one float32 array per weight holds its learning rate."""
+def test_kernel_hyper_parameters_as_inputs():
+    """hyper_inputs=1: one float32 array of 3 per weight holds its lr, wd and rescale_grad."""
     lrs = [0.1, 0.0031622776601683794, 1e-3, 0.7]
+    wds = [0.01, 0.0, 4.367506679241648e-05, 0.3]
+    rescales = [1.0, 0.125, 1 / 3, 2.5]
     ref, ours = _weights(2, False, 3), _weights(2, False, 3)
     g = _grads(False, 4)
-    for item, gi, lr in zip(ref, g, lrs):
-        nd.adam_update(item[0], gi, item[1], item[2], out=item[0], lr=lr, wd=0.01)
+    for item, gi, lr, wd, rescale in zip(ref, g, lrs, wds, rescales):
+        nd.adam_update(item[0], gi, item[1], item[2], out=item[0], lr=lr, wd=wd, rescale_grad=rescale)
     flat = [a for item, gi in zip(ours, g) for a in [item[0], gi] + item[1:]]
-    lr_arrays = [nd.array([float(exact(lr))], dtype=np.float32) for lr in lrs]
-    nd._internal._minpy_multi_adam_update(*(flat + lr_arrays), out=[it[0] for it in ours], num_weights=4,
-                                          lr_inputs=1, wds=tuple_attr([0.01] * 4))
+    hyper = [nd.array([float(exact(v)) for v in vs], dtype=np.float32) for vs in zip(lrs, wds, rescales)]
+    nd._internal._minpy_multi_adam_update(*(flat + hyper), out=[it[0] for it in ours], num_weights=4,
+                                          hyper_inputs=1)
     assert_bits([a for it in ref for a in it], [a for it in ours for a in it])
 
 
@@ -326,6 +328,67 @@ def test_trainer_50_steps_bit_exact(opt, kw):
     assert after["cache_misses"] - before["cache_misses"] <= 12, after
 
 
+def _trainer_run_changing(use_jit, opt, kw, steps=50):
+    """An MLP on one batch shape, Trainer.step(n) with n changing every step (rescale_grad =
+    1/n: a count of valid samples) and the weight decay changed every step (a schedule set on
+    the optimizer), 5 steps with both unchanged first. Also returns the cache misses after the
+    first step (which creates the optimizer's states: graphs of its own)."""
+    mx.random.seed(7)
+    net = _mlp()
+    net.initialize(mx.init.Xavier())
+    rs = np.random.RandomState(8)
+    x, y = nd.array(rs.randn(8, 12).astype(np.float32)), nd.array(rs.randint(0, 4, 8).astype(np.float32))
+    net(x)
+    trainer = gluon.Trainer(net.collect_params(), opt, dict(kw, wd=1e-3))
+    lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+    losses = []
+    for step in range(steps):
+        if step == 1:
+            misses_before = minpy_jit.stats()["cache_misses"]
+        if step >= 5:
+            trainer._optimizer.wd = 1e-3 * (1 + 0.37 * step)
+        with minpy_jit.jit() if use_jit else _nothing():
+            with autograd.record():
+                loss = lossfn(net(x), y)
+            loss.backward()
+            trainer.step(8 if step < 5 else 1 + step % 13)
+        losses.append(loss)
+    misses = minpy_jit.stats()["cache_misses"] - misses_before
+    return losses, [p.data() for p in net.collect_params().values()], _states(trainer, net.collect_params()), misses
+
+
+CHANGING_CASES = [
+    ("sgd", dict(learning_rate=0.1)),
+    ("sgd", dict(learning_rate=0.1, momentum=0.9, clip_gradient=0.05)),
+    ("nag", dict(learning_rate=0.05, momentum=0.9)),
+    ("nag", dict(learning_rate=0.05)),
+    ("adam", dict(learning_rate=0.01)),
+    ("rmsprop", dict(learning_rate=0.01, clip_weights=0.5)),
+    ("rmsprop", dict(learning_rate=0.01, centered=True)),
+    ("adagrad", dict(learning_rate=0.1, clip_gradient=0.5)),
+]
+
+
+@pytest.mark.parametrize("opt,kw", CHANGING_CASES,
+                         ids=["%s-%s" % (o, "-".join(sorted(k))) for o, k in CHANGING_CASES])
+def test_trainer_changing_rescale_grad_and_wd_compile_once(opt, kw):
+    """rescale_grad (Trainer.step's batch size) and wd changing at every step of a whole-step
+    graph (forward, backward and the update in one): bit for bit, and a graph input once they
+    changed (one recompile), not a graph a step: from the second step on, the step's graph and
+    the one with the values lifted (before the lift: 46 misses, a graph a step)."""
+    eager = _trainer_run_changing(False, opt, kw)
+    before = minpy_jit.stats()
+    jitted = _trainer_run_changing(True, opt, kw)
+    after = minpy_jit.stats()
+    assert_bits(eager[0], jitted[0], "losses")
+    assert_bits(eager[1], jitted[1], "weights")
+    assert_bits(eager[2], jitted[2], "optimizer states")
+    assert after["fallbacks"] == before["fallbacks"] and after["eager_replays"] == before["eager_replays"]
+    assert after["trainer_updates"]["python"] == before["trainer_updates"]["python"], after["trainer_updates"]
+    assert set(_kernel_calls_per_update_graph()) == {1}, minpy_jit.last_graph()
+    assert jitted[3] <= 2, (jitted[3], after)
+
+
 @pytest.mark.parametrize("aggregate", ["0", "1", "4", "60"])
 def test_trainer_sgd_any_aggregation_size_is_one_kernel(aggregate, monkeypatch):
     """MXNET_OPTIMIZER_AGGREGATION_SIZE decides how many weights MXNet's SGD hands one
@@ -381,43 +444,75 @@ def test_trainer_multi_precision_float16_50_steps(opt, kw):
 
 # ================================================================ runtime: the direct op form
 
+def _per_weight(op, **fixed):
+    """An update op called once per weight (w, g, states...), in place; h: lr, wd, rescale_grad."""
+    def update(ws, gs, ss, h):
+        for w, g, s in zip(ws, gs, ss):
+            op(w, g, *s, out=w, **dict(fixed, **h))
+    return update
+
+
+def _multi(op, **fixed):
+    """One of MXNet's multi-tensor ops over all weights (lrs=, wds= lists), in place."""
+    def update(ws, gs, ss, h):
+        flat = [a for w, g, s in zip(ws, gs, ss) for a in [w, g] + s]
+        op(*flat, out=ws, num_weights=len(ws), lrs=[h["lr"]] * len(ws), wds=[h["wd"]] * len(ws),
+           rescale_grad=h["rescale_grad"], **fixed)
+    return update
+
+
+# name: (update over all weights, states per weight, float16 weights with float32 master copies)
 OP_FORMS = {
-    "sgd_update": lambda w, g, s, lr: nd.sgd_update(w, g, out=w, lr=lr, wd=1e-3, rescale_grad=0.5),
-    "sgd_mom_update": lambda w, g, s, lr: nd.sgd_mom_update(w, g, s[0], out=w, lr=lr, momentum=0.9, wd=1e-3,
-                                                            clip_gradient=0.3),
-    "nag_mom_update": lambda w, g, s, lr: nd.nag_mom_update(w, g, s[0], out=w, lr=lr, momentum=0.9, wd=1e-3),
-    "adam_update": lambda w, g, s, lr: nd.adam_update(w, g, s[0], s[1], out=w, lr=lr, wd=1e-3, clip_gradient=0.2),
-    "rmsprop_update": lambda w, g, s, lr: nd.rmsprop_update(w, g, s[0], out=w, lr=lr, gamma1=0.9, wd=1e-3),
-    "rmspropalex_update": lambda w, g, s, lr: nd.rmspropalex_update(w, g, s[0], s[1], s[2], out=w, lr=lr,
-                                                                    gamma1=0.9, gamma2=0.8),
+    "sgd_update": (_per_weight(nd.sgd_update), 0, False),
+    "sgd_mom_update": (_per_weight(nd.sgd_mom_update, momentum=0.9, clip_gradient=0.3), 1, False),
+    "nag_mom_update": (_per_weight(nd.nag_mom_update, momentum=0.9), 1, False),
+    "adam_update": (_per_weight(nd.adam_update, clip_gradient=0.2), 2, False),
+    "rmsprop_update": (_per_weight(nd.rmsprop_update, gamma1=0.9), 1, False),
+    "rmspropalex_update": (_per_weight(nd.rmspropalex_update, gamma1=0.9, gamma2=0.8), 3, False),
+    "mp_sgd_update": (_per_weight(nd.mp_sgd_update), 0, True),
+    "mp_sgd_mom_update": (_per_weight(nd.mp_sgd_mom_update, momentum=0.9), 1, True),
+    "mp_nag_mom_update": (_per_weight(nd.mp_nag_mom_update, momentum=0.9, clip_gradient=0.3), 1, True),
+    "multi_sgd_update": (_multi(nd.multi_sgd_update), 0, False),
+    "multi_sgd_mom_update": (_multi(nd.multi_sgd_mom_update, momentum=0.9), 1, False),
+    "multi_mp_sgd_update": (_multi(nd.multi_mp_sgd_update), 0, True),
+    "multi_mp_sgd_mom_update": (_multi(nd.multi_mp_sgd_mom_update, momentum=0.9, clip_gradient=0.3), 1, True),
 }
 
 
-@pytest.mark.parametrize("changing_lr", [False, True], ids=["constant-lr", "random-lr-every-step"])
+@pytest.mark.parametrize("changing", ["nothing", "lr", "wd", "rescale_grad", "all"])
 @pytest.mark.parametrize("name", sorted(OP_FORMS))
-def test_update_ops_50_steps_bit_exact(name, changing_lr):
-    """Per-weight update ops over 5 weights, 50 steps. A random learning rate every step (an 11%
-    chance each that MXNet's parse of it differs from strtof) costs one recompile, not fifty."""
-    update = OP_FORMS[name]
-    n_states = {"sgd_update": 0, "adam_update": 2, "rmspropalex_update": 3}.get(name, 1)
-    rs = np.random.RandomState(3)
+def test_update_ops_50_steps_bit_exact(name, changing):
+    """Update ops over 5 weights, 50 steps, bit for bit. A learning rate, weight decay or
+    rescale_grad drawn at random every step (an 11% chance each that MXNet's parse of a value
+    differs from strtof) is a graph input once it changed: one recompile, not fifty."""
+    update, n_states, mp = OP_FORMS[name]
+    draws = {k: np.random.RandomState(seed) for k, seed in (("lr", 3), ("wd", 4), ("rescale_grad", 5))}
+    fixed = {"lr": 0.05, "wd": 1e-3, "rescale_grad": 0.5}
+
+    def hyper():
+        h = {"lr": float(10 ** draws["lr"].uniform(-4, -1) * draws["lr"].rand()),
+             "wd": float(10 ** draws["wd"].uniform(-5, -2)),
+             "rescale_grad": 1.0 / draws["rescale_grad"].randint(1, 257)}
+        return {k: h[k] if changing in (k, "all") else fixed[k] for k in h}
+
+    wtype = np.float16 if mp else np.float32
 
     def state():
         ws = [arr(rand(*s, seed=i)) for i, s in enumerate(SHAPES + [(64, 64)])]
-        return ws, [[nd.zeros(w.shape) for _ in range(n_states)] for w in ws]
+        ss = [[nd.zeros(w.shape) for _ in range(n_states)] + ([w.copy()] if mp else []) for w in ws]
+        return [w.astype(wtype) for w in ws], ss
 
     (we, se), (wj, sj) = state(), state()
     before = minpy_jit.stats()
     for step in range(50):
-        lr = float(10 ** rs.uniform(-4, -1) * rs.rand()) if changing_lr else 0.05
-        grads = [arr(rand(*w.shape, seed=1000 + step * 10 + i)) for i, w in enumerate(we)]
-        for w, g, s in zip(we, grads, se):
-            update(w, g, s, lr)
+        h = hyper()
+        grads = [arr(rand(*w.shape, seed=1000 + step * 10 + i)).astype(wtype) for i, w in enumerate(we)]
+        update(we, grads, se, h)
         with minpy_jit.jit():
-            for w, g, s in zip(wj, grads, sj):
-                update(w, g, s, lr)
+            update(wj, grads, sj, h)
         assert_bits(we + sum(se, []), wj + sum(sj, []), "step %d" % step)
     after = minpy_jit.stats()
     assert after["cache_misses"] - before["cache_misses"] <= 2, after
     assert after["fused_kernels"] - before["fused_kernels"] == 50
+    assert after["fallbacks"] == before["fallbacks"] and after["eager_replays"] == before["eager_replays"]
     assert set(_kernel_calls_per_update_graph()) == {1}

@@ -13,9 +13,11 @@
 //   _minpy_multi_mp_sgd_mom_update   (w16, g16, mom, w32)   float32 states and master copy
 //   _minpy_multi_mp_nag_mom_update   (w16, g16, mom, w32)
 //
-// Inputs: the tuple above once per weight; with lr_inputs=1, then one float32 array per
-// weight holding its learning rate (a changing lr is a graph input, not an attribute).
-// Attributes: num_weights; lrs (unless lr_inputs), wds: one per weight; rescale_grad,
+// Inputs: the tuple above once per weight; with hyper_inputs=1, then one float32 array of 3
+// per weight holding its learning rate, weight decay and rescale_grad (values that change
+// during training are graph inputs, not attributes: a new value is not a new graph).
+// Attributes: num_weights; lrs, wds: one per weight, and rescale_grad (none of the three
+// with hyper_inputs);
 // clip_gradient and the rule's own (momentum, beta1, beta2, epsilon, gamma1, gamma2,
 // clip_weights; AdaGrad: clip_gradient is its clip bound c, epsilon its eps). Float
 // attributes are parsed with strtof: the runtime writes them as exact float32 values
@@ -73,7 +75,7 @@ struct Params {
   Hyper h;
   bool per_weight_sgd = false;  // formula=sgd_update: SGDKernel's rounding, not MultiSGDKernel's
   bool weights_in_place = false;
-  bool lr_inputs = false;
+  bool hyper_inputs = false;  // lr, wd, rescale_grad per weight from an input array
 };
 
 bool flag(const AttrMap& attrs, const char* key) { return attr_or(attrs, key, "0") == "1"; }
@@ -93,14 +95,15 @@ Params parse_params(const OpDef& def, const AttrMap& attrs) {
   Params p;
   p.def = &def;
   p.num_weights = num_weights(attrs);
-  p.lr_inputs = flag(attrs, "lr_inputs");
-  if (!p.lr_inputs) p.lrs = parse_float_tuple(attr(attrs, "lrs"));
-  p.wds = parse_float_tuple(attr(attrs, "wds"));
-  if ((!p.lr_inputs && static_cast<int>(p.lrs.size()) != p.num_weights) ||
-      static_cast<int>(p.wds.size()) != p.num_weights)
-    throw std::runtime_error("lrs and wds need num_weights entries each");
+  p.hyper_inputs = flag(attrs, "hyper_inputs");
+  if (!p.hyper_inputs) {
+    p.lrs = parse_float_tuple(attr(attrs, "lrs"));
+    p.wds = parse_float_tuple(attr(attrs, "wds"));
+    if (static_cast<int>(p.lrs.size()) != p.num_weights || static_cast<int>(p.wds.size()) != p.num_weights)
+      throw std::runtime_error("lrs and wds need num_weights entries each");
+  }
   Hyper& h = p.h;
-  h.rescale = fattr(attrs, "rescale_grad", 1.f);
+  h.rescale = p.hyper_inputs ? 1.f : fattr(attrs, "rescale_grad", 1.f);
   h.clip = fattr(attrs, "clip_gradient", -1.f);
   h.momentum = fattr(attrs, "momentum", 0.f);
   h.beta1 = fattr(attrs, "beta1", 0.9f);
@@ -125,7 +128,7 @@ struct TensorArgs {
   float* s[3];  // states in tuple order (mp: the master copy is s[last])
   float* w32;   // mp only
   int64_t n;
-  float lr, wd;
+  float lr, wd, rescale;  // rescale: rescale_grad, this weight's (Hyper's is not read)
 };
 
 // State K of element i, or a scratch value for a rule with fewer states.
@@ -141,7 +144,8 @@ static inline void run_tensor_t(const TensorArgs& a, const Hyper& hyper) {
   // Local copies of the scalars: stores through the float pointers below may alias a float
   // member of `a` or `hyper` as far as the compiler knows, which made it reload them at every
   // element and gave up vectorizing the loop (Adam ran at 12 ns an element). Same values.
-  const Hyper h = hyper;
+  Hyper h = hyper;
+  h.rescale = a.rescale;
   const float lr = a.lr, wd = a.wd;
   if constexpr (MP) {
     uint16_t* out = static_cast<uint16_t*>(a.out);
@@ -258,7 +262,7 @@ void update_all(const Params& p, const TensorArgs* t, const Range& r) {
   }
 }
 
-int num_inputs(const Params& p) { return p.def->stride * p.num_weights + (p.lr_inputs ? p.num_weights : 0); }
+int num_inputs(const Params& p) { return p.def->stride * p.num_weights + (p.hyper_inputs ? p.num_weights : 0); }
 
 // Elements a thread must get for a second thread to pay (measured: benchmarks/kernel_threads.py).
 constexpr int64_t kMinElemsPerThread = int64_t(1) << 16;
@@ -322,23 +326,24 @@ class MultiUpdateState : public CustomStatefulOp {
         if (d.mp && j == stride - 1) a.w32 = st.data<float>();
         else a.s[j - 2] = st.data<float>();
       }
-      if (p_.lr_inputs) {
-        MXTensor& lr = (*inputs)[stride * nw + k];
-        ok = ok && lr.dtype == kFloat32 && lr.size() >= 1;
-        a.lr = ok ? *lr.data<float>() : 0.f;
+      if (p_.hyper_inputs) {
+        MXTensor& hy = (*inputs)[stride * nw + k];
+        ok = ok && hy.dtype == kFloat32 && hy.size() >= 3;
+        const float* v = ok ? hy.data<float>() : nullptr;
+        a.lr = v ? v[0] : 0.f, a.wd = v ? v[1] : 0.f, a.rescale = v ? v[2] : 0.f;
       } else {
-        a.lr = p_.lrs[k];
+        a.lr = p_.lrs[k], a.wd = p_.wds[k], a.rescale = p_.h.rescale;
       }
       if (!ok) {
         MX_ERROR_MSG << d.name << ": weight " << k << ": weight, gradient and result must be "
-                     << (d.mp ? "float16" : "float32") << ", states float32, all of one size";
+                     << (d.mp ? "float16" : "float32") << ", states float32, all of one size"
+                     << (p_.hyper_inputs ? "; its (lr, wd, rescale_grad) a float32 array of 3" : "");
         return MX_FAIL;
       }
       a.out = o.data_ptr;
       a.w = w.data_ptr;
       a.g = g.data_ptr;
       a.n = n;
-      a.wd = p_.wds[k];
     }
     starts_.resize(nw + 1);
     starts_[0] = 0;
@@ -385,7 +390,7 @@ template <const OpDef& D>
 MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
   try {
     const int n = num_weights(attrs);
-    *num_in = D.stride * n + (flag(attrs, "lr_inputs") ? n : 0);
+    *num_in = D.stride * n + (flag(attrs, "hyper_inputs") ? n : 0);
     *num_out = flag(attrs, "weights_in_place") ? 1 : n;
     return MX_SUCCESS;
   } catch (const std::exception& e) {
@@ -397,7 +402,7 @@ MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
 template <const OpDef& D>
 MXReturnValue infer_type(const AttrMap& attrs, std::vector<int>* in_types, std::vector<int>* out_types) {
   const int wtype = D.mp ? kFloat16 : kFloat32;
-  const size_t weight_arrays = in_types->size() - (flag(attrs, "lr_inputs") ? in_types->size() / (D.stride + 1) : 0);
+  const size_t weight_arrays = in_types->size() - (flag(attrs, "hyper_inputs") ? in_types->size() / (D.stride + 1) : 0);
   for (size_t j = 0; j < in_types->size(); ++j) {
     const bool weight_or_grad = j < weight_arrays && j % D.stride < 2;
     const int want = weight_or_grad ? wtype : kFloat32;
@@ -465,7 +470,7 @@ void* create_plan(const char* op, int num_attrs, const char* const* keys, const 
     AttrMap attrs;
     for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
     attrs["num_weights"] = "1";  // per run; the rates and decays come with each run
-    attrs["lr_inputs"] = "1";
+    attrs["lrs"] = "(0,)";
     attrs["wds"] = "(0,)";
     attrs["weights_in_place"] = "1";
     return new Params(parse_params(*d, attrs));
@@ -493,6 +498,7 @@ void run_plan(const Params& plan, int num_weights, void* const* arrays, const in
     a.n = sizes[k];
     a.lr = lrs[k];
     a.wd = wds[k];
+    a.rescale = p.h.rescale;
   }
   // Split between threads as Forward splits a call; the runtime gives every array its own
   // storage chunk, so no two overlap (what arrays_independent checks there).

@@ -217,16 +217,19 @@ struct TraceEmitter : Emitter {
     return one_element(a, &bits, nbytes);
   }
 
-  // A (1,) float32 array holding v, on the context of value `like` (a learning rate).
-  int float32_constant(float v, int like) {
+  // A (n,) float32 array holding v[0..n), on the context of value `like` (an update's
+  // learning rate, weight decay and rescale_grad).
+  int float32_constant(const float* v, int n, int like) {
     AVal a = ts.trace.values[like].aval;
-    a.ndim = 1, a.dims[0] = 1, a.dtype = 0;
-    return one_element(a, &v, 4);
+    a.ndim = 1, a.dims[0] = n, a.dtype = 0;
+    return small_array(a, v, 4 * static_cast<size_t>(n), static_cast<size_t>(n));
   }
 
  private:
-  // A one-element array made for this trace (freed after its flush), one per value.
-  int one_element(const AVal& a, const void* bits, size_t nbytes) {
+  int one_element(const AVal& a, const void* bits, size_t nbytes) { return small_array(a, bits, nbytes, 1); }
+
+  // A small array made for this trace (freed after its flush), one per value.
+  int small_array(const AVal& a, const void* bits, size_t nbytes, size_t count) {
     Trace& t = ts.trace;
     uint64_t k = mix64(hash_aval(a) ^ hash_bytes(bits, nbytes));
     auto it = t.constants.find(k);
@@ -234,12 +237,12 @@ struct TraceEmitter : Emitter {
     NDArrayHandle h = new_lazy_array(a);
     t.owned.push_back(h);
     if (a.dev_type == kCPU) {
-      fill_new_array(h, a.dev_type, bits, nbytes, 1);  // a memcpy into the new array
+      fill_new_array(h, a.dev_type, bits, nbytes, count);  // a memcpy into the new array
     } else {
       // A copy that waits for MXNet's engine, whose worker may be calling Python (a CustomOp's
       // state being freed): not with the GIL held. The trace is safe meanwhile: ts.busy is set.
       py::gil_scoped_release nogil;
-      fill_new_array(h, a.dev_type, bits, nbytes, 1);
+      fill_new_array(h, a.dev_type, bits, nbytes, count);
     }
     int id = t.value_of(h, &a, nullptr);
     t.constants[k] = id;
@@ -248,9 +251,10 @@ struct TraceEmitter : Emitter {
 };
 
 // An optimizer update recorded as our multi-tensor kernel (updates.h): MXNet's multi-tensor
-// ops, which have no graph form, and any update whose learning rate changes, which then
-// arrives as one-element input arrays so that the graph stays the same. Rewrites the
-// attributes and inputs; null (nothing changed) when the kernel cannot run the call.
+// ops, which have no graph form, and any update whose learning rate, weight decay or
+// rescale_grad changes, which then arrive as a (3,) input array per weight so that the graph
+// stays the same. Rewrites the attributes and inputs; null (nothing changed) when the kernel
+// cannot run the call.
 OpInfo* as_update_kernel(ThreadState& ts, OpInfo& op, bool hot, uint64_t attr_hash, std::vector<Attr>* attrs,
                          std::vector<int>* in) {
   Trace& t = ts.trace;
@@ -268,7 +272,7 @@ OpInfo* as_update_kernel(ThreadState& ts, OpInfo& op, bool hot, uint64_t attr_ha
   struct Translation {
     uint64_t key = 0;
     bool ok = false;
-    std::vector<float> lrs;
+    std::vector<float> hyper;  // lifted: lr, wd, rescale_grad per weight
     std::vector<Attr> attrs;
   };
   static Translation memo[16];  // the GIL is held: no other thread is in here
@@ -277,18 +281,19 @@ OpInfo* as_update_kernel(ThreadState& ts, OpInfo& op, bool hot, uint64_t attr_ha
   Translation& tr = memo[key & 15];
   if (tr.key != key) {
     tr.key = key;
-    tr.lrs.clear();
-    tr.ok = kernel_call_attrs(u, *attrs, nw, hot ? &tr.lrs : nullptr, &tr.attrs);
+    tr.hyper.clear();
+    tr.ok = kernel_call_attrs(u, *attrs, nw, hot ? &tr.hyper : nullptr, &tr.attrs);
   }
   if (!tr.ok) return nullptr;
   TraceEmitter em(ts);
-  for (float lr : tr.lrs) in->push_back(em.float32_constant(lr, (*in)[0]));
+  for (size_t k = 0; k < tr.hyper.size(); k += 3) in->push_back(em.float32_constant(&tr.hyper[k], 3, (*in)[0]));
   *attrs = tr.attrs;
   return op.kernel_twin;
 }
 
-// Whether this call's liftable attribute has been seen with another value at the same place.
-bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vector<Attr>& attrs) {
+// Whether attribute `attr` of this call has been seen with another value at the same place.
+bool attr_is_hot(ThreadState& ts, const OpInfo& op, const char* attr, uint64_t attr_salt,
+                 const std::vector<Attr>& attrs) {
   const std::string* val = nullptr;
   for (const auto& a : attrs)
     if (a.key == attr) val = &a.val;
@@ -298,7 +303,7 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
   // learning rates (multi_sgd_update's lrs) counts item by item. A weight with its own
   // lr_mult makes the op hot at once: lifting costs an input array, not a graph.
   // Other ops (never under record(): see record_call) by their position in the trace.
-  uint64_t site = mix64(ts.site_hash ^ op.hash);
+  uint64_t site = mix64(ts.site_hash ^ op.hash ^ attr_salt);
   if (!op.update) site = mix64(site ^ ts.trace.user_ops_hash);
   auto& s = R->scalar_sites[site];
   if (s.hot) return true;
@@ -320,6 +325,20 @@ bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vect
     see(*val);
   }
   return s.hot;
+}
+
+// Whether this call's liftable attribute has changed at its place. An optimizer update is
+// lifted when its learning rate, weight decay or rescale_grad changes (an lr schedule; a
+// weight-decay schedule; Trainer.step(batch_size) with the last, smaller batch of an epoch):
+// all three then arrive as input arrays (as_update_kernel). Every attribute is looked at, so
+// that each site remembers its first value.
+bool is_hot(ThreadState& ts, const OpInfo& op, const char* attr, const std::vector<Attr>& attrs) {
+  if (!op.update) return attr_is_hot(ts, op, attr, 0, attrs);
+  const bool lists = std::strcmp(attr, "lrs") == 0;  // the multi-tensor ops: lrs=, wds= lists
+  bool hot = attr_is_hot(ts, op, attr, 0, attrs);
+  hot = attr_is_hot(ts, op, lists ? "wds" : "wd", 0x9e3779b97f4a7c15ull, attrs) || hot;
+  hot = attr_is_hot(ts, op, "rescale_grad", 0xc2b2ae3d27d4eb4full, attrs) || hot;
+  return hot;
 }
 
 // Eager MXNet's autograd bookkeeping for an op called under record() (Imperative::RecordOp,

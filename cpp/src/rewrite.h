@@ -13,8 +13,9 @@
 // So a constant scalar stays an attribute (fastest kernels, exact eager
 // results) and a changing one costs exactly one recompile. Lifted forms:
 //   *_scalar arithmetic/comparison ops -> the broadcast_* op with a (1,..,1) input;
-//   optimizer updates with a changing lr -> our multi-tensor kernel with the lr as
-//   an input array (updates.h; bit-identical to MXNet's kernels). Where our kernel
+//   optimizer updates with a changing lr, wd or rescale_grad -> our multi-tensor kernel
+//   with the three as an input array per weight (updates.h; bit-identical to MXNet's
+//   kernels). Where our kernel
 //   cannot run (fusion off, other dtypes, GPU), sgd_update, sgd_mom_update,
 //   adam_update and multi_sgd_* become elementwise ops with lr as an input (same
 //   formula and order of operations as MXNet's kernels, every hyper-parameter written so

@@ -14,7 +14,7 @@ struct UpdateOp {
   std::string kernel;  // our multi-tensor op standing in for it
   int stride;          // arrays per weight: weight, gradient, states (mixed precision: master copy last)
   bool multi;          // num_weights, lrs and wds lists (MXNet's multi ops, and ours)
-  bool ours;           // one of our kernels: attributes already exact, lr_inputs possible
+  bool ours;           // one of our kernels: attributes already exact, hyper_inputs possible
   bool mp;             // float16 weights and gradients
   const char* formula; // SGD without momentum: which of MXNet's two roundings
   std::vector<const char*> shared;  // attributes every weight of one call shares
@@ -125,7 +125,11 @@ bool flag_set(const std::vector<Attr>& attrs, const char* key) {
   return v && *v == "1";
 }
 
-// Per-weight learning rates and weight decays of a call, as exact floats.
+// Whether a call of our kernel takes its rates, decays and rescale_grad as input arrays.
+bool hyper_inputs(const UpdateOp& u, const std::vector<Attr>& attrs) { return u.ours && flag_set(attrs, "hyper_inputs"); }
+
+// Per-weight learning rates and weight decays of a call, as exact floats (none when they
+// are input arrays).
 bool per_weight_values(const UpdateOp& u, const std::vector<Attr>& attrs, size_t n, std::vector<float>* lrs,
                        std::vector<float>* wds) {
   if (!u.multi) {
@@ -136,23 +140,29 @@ bool per_weight_values(const UpdateOp& u, const std::vector<Attr>& attrs, size_t
     wds->push_back(wd ? mx_float_field(*wd) : 0.f);
     return true;
   }
+  if (hyper_inputs(u, attrs)) return true;
   const Parse how = u.ours ? Parse::kExact : Parse::kTupleItem;
   const std::string* wd = find_attr(attrs, "wds");
-  if (!wd) return false;
+  const std::string* lr = find_attr(attrs, "lrs");
+  if (!wd || !lr) return false;
   for (const auto& s : list_items(*wd)) wds->push_back(parse(s, how));
-  if (!(u.ours && flag_set(attrs, "lr_inputs"))) {
-    const std::string* lr = find_attr(attrs, "lrs");
-    if (!lr) return false;
-    for (const auto& s : list_items(*lr)) lrs->push_back(parse(s, how));
-    if (lrs->size() != n) return false;
-  }
-  return wds->size() == n;
+  for (const auto& s : list_items(*lr)) lrs->push_back(parse(s, how));
+  return lrs->size() == n && wds->size() == n;
 }
 
-// The attributes every weight shares, as exact floats, in a fixed order.
-std::vector<Attr> shared_attrs(const UpdateOp& u, const std::vector<Attr>& attrs) {
+// rescale_grad of a call, as the float its kernel computes with.
+float rescale_of(const UpdateOp& u, const std::vector<Attr>& attrs) {
+  const std::string* v = find_attr(attrs, "rescale_grad");
+  const std::string raw = v ? *v : default_of("rescale_grad");
+  return u.ours ? mx_tuple_item(raw) : mx_float_field(raw);
+}
+
+// The attributes every weight shares, as exact floats, in a fixed order. `lifted`: without
+// rescale_grad, which then comes with each weight's input array.
+std::vector<Attr> shared_attrs(const UpdateOp& u, const std::vector<Attr>& attrs, bool lifted) {
   std::vector<Attr> out;
   for (const char* key : u.shared) {
+    if (lifted && std::string(key) == "rescale_grad") continue;
     const std::string* v = find_attr(attrs, key);
     const std::string raw = v ? *v : default_of(key);
     out.push_back({key, u.ours ? raw : exact_float(mx_float_field(raw))});
@@ -205,7 +215,7 @@ bool direct_update_of(const UpdateOp& u, const std::vector<Attr>& attrs, size_t 
   d->kernel = u.kernel;
   d->stride = u.stride;
   d->mp = u.mp;
-  for (auto& a : shared_attrs(u, attrs)) {
+  for (auto& a : shared_attrs(u, attrs, false)) {
     // keys from u.shared or "formula": static strings, as DirectUpdate wants
     const char* key = "formula";
     for (const char* k : u.shared)
@@ -222,23 +232,25 @@ size_t update_weights(const UpdateOp& u, const Node& n) {
 }
 
 bool kernel_call_attrs(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights,
-                       std::vector<float>* lr_values, std::vector<Attr>* out) {
+                       std::vector<float>* hyper_values, std::vector<Attr>* out) {
   std::vector<float> lrs, wds;
-  if (u.ours && flag_set(attrs, "lr_inputs")) return false;  // its rates are inputs already
+  if (hyper_inputs(u, attrs)) return false;  // its values are inputs already
   if (!per_weight_values(u, attrs, num_weights, &lrs, &wds)) return false;
-  std::vector<std::string> lr_s, wd_s;
-  for (float v : lrs) lr_s.push_back(exact_float(v));
-  for (float v : wds) wd_s.push_back(exact_float(v));
   out->clear();
   out->push_back({"num_weights", std::to_string(num_weights)});
-  if (lr_values) {
-    *lr_values = lrs;
-    out->push_back({"lr_inputs", "1"});
+  if (hyper_values) {
+    const float rescale = rescale_of(u, attrs);
+    hyper_values->clear();
+    for (size_t k = 0; k < num_weights; ++k) hyper_values->insert(hyper_values->end(), {lrs[k], wds[k], rescale});
+    out->push_back({"hyper_inputs", "1"});
   } else {
+    std::vector<std::string> lr_s, wd_s;
+    for (float v : lrs) lr_s.push_back(exact_float(v));
+    for (float v : wds) wd_s.push_back(exact_float(v));
     out->push_back({"lrs", tuple_of(lr_s)});
+    out->push_back({"wds", tuple_of(wd_s)});
   }
-  out->push_back({"wds", tuple_of(wd_s)});
-  for (auto& a : shared_attrs(u, attrs)) out->push_back(std::move(a));
+  for (auto& a : shared_attrs(u, attrs, hyper_values != nullptr)) out->push_back(std::move(a));
   return true;
 }
 
@@ -246,12 +258,13 @@ std::string update_group_key(const Trace& t, const Node& n) {
   const UpdateOp* u = update_op(n.op->name);
   if (!u || n.out.empty()) return "";
   const size_t nw = update_weights(*u, n);
-  const bool lr_inputs = u->ours && flag_set(n.attrs, "lr_inputs");
-  if (nw == 0 || n.in.size() != nw * u->stride + (lr_inputs ? nw : 0) || n.out.size() != nw) return "";
+  const bool lifted = hyper_inputs(*u, n.attrs);
+  if (nw == 0 || n.in.size() != nw * u->stride + (lifted ? nw : 0) || n.out.size() != nw) return "";
   std::vector<int> arrays(n.in.begin(), n.in.begin() + nw * u->stride);
   if (!update_kernel_fits(*u, t, arrays)) return "";
-  std::string key = u->kernel + (lr_inputs ? "|lr_inputs" : "|");
-  for (const auto& a : shared_attrs(*u, n.attrs)) key += "|" + a.key + "=" + a.val;
+  // Lifted values are not in the key: the grouping must not depend on what a graph input holds.
+  std::string key = u->kernel + (lifted ? "|hyper_inputs" : "|");
+  for (const auto& a : shared_attrs(*u, n.attrs, lifted)) key += "|" + a.key + "=" + a.val;
   return key;
 }
 
@@ -272,9 +285,9 @@ bool build_update_unit(const Trace& t, const std::vector<int>& members, const st
   const UpdateOp* u0 = update_op(first.op->name);
   if (!u0) return false;
   const int stride = u0->stride;
-  const bool lr_inputs = u0->ours && flag_set(first.attrs, "lr_inputs");
+  const bool lifted = hyper_inputs(*u0, first.attrs);
   std::vector<std::string> lr_s, wd_s;
-  std::vector<int> lr_values;
+  std::vector<int> hyper_arrays;
   for (int m : members) {
     const Node& n = t.nodes[m];
     const UpdateOp* u = update_op(n.op->name);
@@ -284,10 +297,10 @@ bool build_update_unit(const Trace& t, const std::vector<int>& members, const st
     for (float v : lrs) lr_s.push_back(exact_float(v));
     for (float v : wds) wd_s.push_back(exact_float(v));
     unit->in.insert(unit->in.end(), n.in.begin(), n.in.begin() + nw * stride);
-    if (lr_inputs) lr_values.insert(lr_values.end(), n.in.begin() + nw * stride, n.in.end());
+    if (lifted) hyper_arrays.insert(hyper_arrays.end(), n.in.begin() + nw * stride, n.in.end());
     unit->out.insert(unit->out.end(), n.out.begin(), n.out.end());
   }
-  unit->in.insert(unit->in.end(), lr_values.begin(), lr_values.end());
+  unit->in.insert(unit->in.end(), hyper_arrays.begin(), hyper_arrays.end());
   unit->op = u0->kernel;
   // In place when every new weight is read by nothing else and only goes back into the
   // weight array it was computed from (an external input: a graph variable MXNet can mutate).
@@ -297,10 +310,13 @@ bool build_update_unit(const Trace& t, const std::vector<int>& members, const st
     unit->in_place = t.values[w].node < 0 && written_into[nw] == w && !used_outside[nw];
   }
   unit->attrs = {{"num_weights", std::to_string(unit->out.size())}};
-  if (lr_inputs) unit->attrs.push_back({"lr_inputs", "1"});
-  else unit->attrs.push_back({"lrs", tuple_of(lr_s)});
-  unit->attrs.push_back({"wds", tuple_of(wd_s)});
-  for (auto& a : shared_attrs(*u0, first.attrs)) unit->attrs.push_back(std::move(a));
+  if (lifted) {
+    unit->attrs.push_back({"hyper_inputs", "1"});
+  } else {
+    unit->attrs.push_back({"lrs", tuple_of(lr_s)});
+    unit->attrs.push_back({"wds", tuple_of(wd_s)});
+  }
+  for (auto& a : shared_attrs(*u0, first.attrs, lifted)) unit->attrs.push_back(std::move(a));
   if (unit->in_place) unit->attrs.push_back({"weights_in_place", "1"});
   return true;
 }

@@ -12,9 +12,11 @@
 //                    multi_mp_sgd_mom_update (what Trainer's SGD calls, 4 weights at a
 //                    time): MXNet 1.9.1 cannot put them in a graph, so they are recorded
 //                    as our kernel (record_form), and grouped the same way.
-//   a changing lr    (Adam's bias-corrected lr changes every step; lr schedules): the
-//                    call is recorded as our kernel with lr_inputs=1, its learning
-//                    rates one-element input arrays: the graph stays the same.
+//   a changing lr, wd or rescale_grad (Adam's bias-corrected lr changes every step; lr
+//                    and weight-decay schedules; Trainer.step(batch_size) with another
+//                    batch size): the call is recorded as our kernel with hyper_inputs=1,
+//                    each weight's (lr, wd, rescale_grad) a (3,) float32 input array: the
+//                    graph stays the same.
 //   AdaGrad          its Python update is eleven elementwise ops per weight; while a
 //                    scope is open frontend.py records it as _minpy_multi_adagrad_update.
 //
@@ -45,11 +47,11 @@ int update_stride(const UpdateOp& u);
 bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int>& in);
 
 // A call of `u` recorded as one kernel call: our op's attributes (exact floats) for the
-// call's MXNet attributes. `lr_values` (if not null) receives the learning rates, and
-// then the attributes say lr_inputs=1 instead of listing them. False if the attributes
-// are not understood.
+// call's MXNet attributes. `hyper_values` (if not null) receives each weight's learning
+// rate, weight decay and rescale_grad (3 floats a weight), and then the attributes say
+// hyper_inputs=1 instead of listing them. False if the attributes are not understood.
 bool kernel_call_attrs(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights,
-                       std::vector<float>* lr_values, std::vector<Attr>* out);
+                       std::vector<float>* hyper_values, std::vector<Attr>* out);
 
 // Whether arrays (per weight: weight, gradient, states) suit our kernel when it reads them
 // directly: the dtypes update_kernel_fits asks for, one size per weight, each in CPU memory of
