@@ -14,7 +14,7 @@ class Explanation:
     def __init__(self, result, events, stats_before, stats_after):
         self.result = result
         self.flushes = events
-        self.compiles = [e for e in events if not e["hit"] and not e["eager"]]
+        self.compiles = [e for e in events if not e["hit"] and not e["eager"] and not e.get("direct")]
         self.hits = [e for e in events if e["hit"]]
         self.eager = [e for e in events if e["eager"]]
         before = stats_before["fallbacks"]
@@ -29,8 +29,9 @@ class Explanation:
         out = ["%d ops recorded, %d flushes: %d compiled, %d cache hits, %d eager"
                % (self.ops_recorded, len(self.flushes), len(self.compiles), len(self.hits), len(self.eager))]
         for i, e in enumerate(self.flushes):
-            what = ("hit %s" % e["key"]) if e["hit"] else ("eager" if e["eager"] else "compiled %s in %.2f ms"
-                                                           % (e["key"], e["compile_ms"]))
+            what = ("hit %s" % e["key"]) if e["hit"] else ("eager" if e["eager"] else
+                                                           "one update, launched directly" if e.get("direct") else
+                                                           "compiled %s in %.2f ms" % (e["key"], e["compile_ms"]))
             out.append("  flush %d: %s at %s, %d ops -> %s" % (i, e["cause"], e["where"], e["ops"], what))
             if e["miss_reason"]:
                 out.append("           miss: %s" % e["miss_reason"])

@@ -147,8 +147,10 @@ def test_optimizer_update_with_changing_lr_compiles_at_most_twice(name, fuse):
     multi-tensor kernel with the lr as an input array, bit-identical to eager; with fuse=False
     it is lowered to MXNet's elementwise ops with the lr an input (equal to float rounding)."""
     update = UPDATES[name]
-    previous = minpy_jit.config()["fuse"]
-    minpy_jit.config(recompile_limit=10 ** 6, fuse=fuse)  # the parametrized cases share the jit() site below
+    previous, previous_direct = minpy_jit.config()["fuse"], minpy_jit.config()["direct_updates"]
+    # the parametrized cases share the jit() site below; each step's update runs as a graph (not
+    # launched directly, flush.cc), whose form this test reads
+    minpy_jit.config(recompile_limit=10 ** 6, fuse=fuse, direct_updates=False)
     try:
         sj, se = _mk_state(10), _mk_state(10)
         before = minpy_jit.stats()
@@ -165,7 +167,7 @@ def test_optimizer_update_with_changing_lr_compiles_at_most_twice(name, fuse):
         after = minpy_jit.stats()
         ir = minpy_jit.last_graph()
     finally:
-        minpy_jit.config(fuse=previous)
+        minpy_jit.config(fuse=previous, direct_updates=previous_direct)
     assert delta(before, after, "cache_misses") <= 2, after
     assert delta(before, after, "cache_hits") >= 38, after
     assert after["eager_replays"] == before["eager_replays"] and after["fallbacks"] == before["fallbacks"]

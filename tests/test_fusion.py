@@ -467,10 +467,15 @@ def test_trainer_multi_tensor_calls_merge_into_one_kernel_call(batched, monkeypa
         fresh(eager_net)
         eager_tr.step(4)
     net, tr = make()
-    for _ in range(2):
-        fresh(net)
-        with minpy_jit.jit():
-            tr.step(4)
+    previous = minpy_jit.config()["direct_updates"]
+    minpy_jit.config(direct_updates=False)  # run as a graph, whose form this test reads (not launched directly)
+    try:
+        for _ in range(2):
+            fresh(net)
+            with minpy_jit.jit():
+                tr.step(4)
+    finally:
+        minpy_jit.config(direct_updates=previous)
     for a, b, w0 in zip(eager_net.collect_params().values(), net.collect_params().values(), start):
         np.testing.assert_array_equal(b.data().asnumpy(), a.data().asnumpy())
         assert not np.array_equal(b.data().asnumpy(), w0)  # the steps really updated

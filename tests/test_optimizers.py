@@ -196,6 +196,7 @@ def test_adagrad_kernel_matches_python_update(kw):
     """The kernel against MXNet's own AdaGrad.update (eleven ops per weight), 20 steps."""
     opt_e, we, he = _adagrad_pair(kw)
     opt_j, wj, hj = _adagrad_pair(kw)
+    before = minpy_jit.stats()
     for step in range(20):
         grads = [arr(rand(*s, seed=50 + step * 7 + i)) for i, s in enumerate(SHAPES)]
         for i, (w, g, h) in enumerate(zip(we, grads, he)):
@@ -204,7 +205,10 @@ def test_adagrad_kernel_matches_python_update(kw):
             for i, (w, g, h) in enumerate(zip(wj, grads, hj)):
                 opt_j.update(i, w, g, h)
         assert_bits(we + he, wj + hj, "step %d" % step)
-    assert "_minpy_multi_adagrad_update" in minpy_jit.last_graph()
+    # each step's trace is the one kernel call, launched directly (flush.cc)
+    after = minpy_jit.stats()
+    assert after["update_flushes_direct"] - before["update_flushes_direct"] == 20, after
+    assert after["fused_kernels"] - before["fused_kernels"] == 20, after
 
 
 def test_adagrad_update_outside_our_kernel_is_mxnets():
@@ -435,11 +439,16 @@ def _mp_run(use_jit, opt, kw, steps=50):
 @pytest.mark.parametrize("opt,kw", MP_CASES, ids=["%s-%s" % (o, "-".join(sorted(k))) for o, k in MP_CASES])
 def test_trainer_multi_precision_float16_50_steps(opt, kw):
     eager = _mp_run(False, opt, kw)
+    before = minpy_jit.stats()
     jitted = _mp_run(True, opt, kw)
+    after = minpy_jit.stats()
     assert all(w.dtype == np.float16 for w in jitted[0])
     assert_bits(eager[0], jitted[0], "float16 weights")
     assert_bits(eager[1], jitted[1], "states and float32 master copies")
-    assert set(_kernel_calls_per_update_graph()) == {1}, minpy_jit.last_graph()
+    # each step's update one kernel call: in a graph, or a trace of it launched directly
+    assert set(_kernel_calls_per_update_graph()) <= {1}, minpy_jit.last_graph()
+    assert after["fused_kernels"] - before["fused_kernels"] + after["trainer_updates"]["direct"] \
+        - before["trainer_updates"]["direct"] >= 50, after
 
 
 # ================================================================ runtime: the direct op form
@@ -479,10 +488,20 @@ OP_FORMS = {
 }
 
 
+@pytest.fixture(params=["direct", "graph"])
+def update_launch(request):
+    """Update-only traces launched directly (the default, flush.cc), or run as graphs."""
+    previous = minpy_jit.config()["direct_updates"]
+    minpy_jit.config(direct_updates=request.param == "direct")
+    yield request.param
+    minpy_jit.config(direct_updates=previous)
+
+
 @pytest.mark.parametrize("changing", ["nothing", "lr", "wd", "rescale_grad", "all"])
 @pytest.mark.parametrize("name", sorted(OP_FORMS))
-def test_update_ops_50_steps_bit_exact(name, changing):
-    """Update ops over 5 weights, 50 steps, bit for bit. A learning rate, weight decay or
+def test_update_ops_50_steps_bit_exact(name, changing, update_launch):
+    """Update ops over 5 weights, 50 steps, bit for bit. Each step's trace is one update: it
+    runs as one kernel call, launched directly or as a graph. A learning rate, weight decay or
     rescale_grad drawn at random every step (an 11% chance each that MXNet's parse of a value
     differs from strtof) is a graph input once it changed: one recompile, not fifty."""
     update, n_states, mp = OP_FORMS[name]
@@ -515,4 +534,8 @@ def test_update_ops_50_steps_bit_exact(name, changing):
     assert after["cache_misses"] - before["cache_misses"] <= 2, after
     assert after["fused_kernels"] - before["fused_kernels"] == 50
     assert after["fallbacks"] == before["fallbacks"] and after["eager_replays"] == before["eager_replays"]
-    assert set(_kernel_calls_per_update_graph()) == {1}
+    direct = after["update_flushes_direct"] - before["update_flushes_direct"]
+    if update_launch == "direct":
+        assert direct == 50 and after["executions"] == before["executions"], after
+    else:
+        assert direct == 0 and set(_kernel_calls_per_update_graph()) == {1}, after

@@ -200,8 +200,15 @@ def _launches(fn):
     return minpy_jit.stats()["background_launches"] - before
 
 
+@pytest.fixture
+def update_graphs():
+    """Segments of updates run as graphs (what the launcher thread hands MXNet), not launched
+    directly (flush.cc: a trace that is one update is, by default)."""
+    minpy_jit.config(direct_updates=False)
+
+
 @pytest.mark.parametrize("background", [True, False])
-def test_segments_handed_over_in_the_background_equal_eager(background):
+def test_segments_handed_over_in_the_background_equal_eager(background, update_graphs):
     """W5's shape: segments of 64 in-place updates hit the cache and are handed to MXNet by the
     launcher thread (async_launch); weights and momenta equal eager's after every step."""
     minpy_jit.config(async_launch=background)
@@ -215,6 +222,22 @@ def test_segments_handed_over_in_the_background_equal_eager(background):
     # even in step 1) go to the launcher; the tail of 22 runs at scope exit. Step 1 compiles
     # its first segment, so 1 + 2 + 2 + 2 launches.
     assert launches == (7 if background else 0), launches
+
+
+def test_segments_of_updates_launched_directly_equal_eager():
+    """The same updates with the default config: each segment (and the tail at scope exit) is one
+    update over arrays made before it, launched directly as one engine operation (flush.cc):
+    no graph, no launcher thread; weights and momenta equal eager's after every step."""
+    ws, gs, ms, ref_w, ref_m = _state_and_reference()
+    before = minpy_jit.stats()
+    for step in range(4):
+        _updates(ref_w, gs, ref_m)
+        _scoped(_updates, ws, gs, ms)
+        assert_same(ref_w + ref_m, ws + ms, rtol=0)
+    after = minpy_jit.stats()
+    assert after["update_flushes_direct"] - before["update_flushes_direct"] == 4 * 3, after
+    assert after["executions"] == before["executions"] and after["background_launches"] == 0, after
+    assert after["fused_kernels"] - before["fused_kernels"] == 4 * 3, after
 
 
 def test_reading_mid_scope_waits_for_background_launches():
@@ -257,7 +280,7 @@ def test_another_thread_reading_during_a_scope_sees_launched_segments():
     np.testing.assert_array_equal(seen["w"], ref_w[10].asnumpy())
 
 
-def test_an_error_in_the_block_after_background_launches_keeps_their_results():
+def test_an_error_in_the_block_after_background_launches_keeps_their_results(update_graphs):
     """Ops recorded before the error ran, as they would have eagerly; nothing is left queued."""
     ws, gs, ms, ref_w, ref_m = _state_and_reference()
     for step in range(3):

@@ -172,6 +172,7 @@ py::dict stats_dict() {
   d["fused_ops"] = s.fused_ops;
   d["trainer_updates"] = py::dict(py::arg("batched") = s.trainer_batched, py::arg("direct") = s.trainer_direct,
                                   py::arg("python") = py::cast(s.trainer_python));
+  d["update_flushes_direct"] = s.update_flushes_direct;
   d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
                           py::arg("arrays_pushed") = s.kvstore.arrays_pushed,
                           py::arg("arrays_pulled") = s.kvstore.arrays_pulled,
@@ -194,6 +195,7 @@ py::list events() {
     d["graph_nodes"] = e.graph_nodes;
     d["hit"] = e.hit;
     d["eager"] = e.eager;
+    d["direct"] = e.direct;
     d["compile_ms"] = e.compile_ms;
     d["key"] = e.key;
     d["miss_reason"] = e.miss_reason;

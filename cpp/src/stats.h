@@ -12,6 +12,7 @@ struct FlushEvent {
   std::string cause, where;
   int nodes = 0, graph_nodes = 0;
   bool hit = false, eager = false;
+  bool direct = false;  // the trace was one optimizer update, launched directly (update_launch.h)
   double compile_ms = 0;
   std::string key, miss_reason;
 };
@@ -38,6 +39,9 @@ struct Stats {
   uint64_t trainer_batched = 0;
   // ... of those, the updates launched directly as one engine operation (update_launch.h)
   uint64_t trainer_direct = 0;
+  // flushes whose trace was one optimizer update over arrays made before it, launched directly
+  // instead of as a graph (flush.cc, updates.h trace_as_direct_update)
+  uint64_t update_flushes_direct = 0;
   std::map<std::string, uint64_t> trainer_python;
   std::map<std::string, uint64_t> flushes;    // by cause
   std::map<std::string, uint64_t> fallbacks;  // eager fallbacks by op name

@@ -95,8 +95,9 @@ bool update_plan(const std::string& kernel, const std::vector<std::pair<const ch
   return *plan != nullptr;
 }
 
-bool launch_update_directly(ThreadState& ts, const DirectUpdate& u) {
-  if (!R->cfg.direct_updates || ts.capturing || !ts.trace.nodes.empty() || R->pending != 0 || launches_in_flight() != 0) return false;
+bool launch_update_directly(ThreadState& ts, const DirectUpdate& u, bool flushing) {
+  if (!R->cfg.direct_updates || ts.capturing || launches_in_flight() != 0) return false;
+  if (!flushing && (!ts.trace.nodes.empty() || R->pending != 0)) return false;
   const size_t nw = u.sizes.size();
   if (nw == 0 || u.stride < 2 || u.arrays.size() != nw * static_cast<size_t>(u.stride)) return false;
   if (!chunk_identity_works() || !data_peek_works()) return false;

@@ -42,8 +42,10 @@ struct DirectUpdate {
 };
 
 // Pushes the update as one engine operation; false (nothing done) where the conditions above
-// do not hold, and the caller records it instead.
-bool launch_update_directly(ThreadState& ts, const DirectUpdate& u);
+// do not hold, and the caller records it instead. `flushing`: the update is the trace being
+// flushed (flush.cc), which would otherwise run as a graph at this point: what was recorded
+// before it on this or another thread is no reason to wait, as it is none for the graph.
+bool launch_update_directly(ThreadState& ts, const DirectUpdate& u, bool flushing = false);
 
 // The kernel library's plan for `kernel` with these shared attributes (cached by them) and the
 // function that runs it on raw float32 arrays, for a caller that runs the update itself

@@ -1,7 +1,9 @@
 #include "updates.h"
 
+#include <cstring>
 #include <unordered_map>
 
+#include "mxapi.h"
 #include "mxparse.h"
 
 namespace minpy {
@@ -266,6 +268,80 @@ std::string update_group_key(const Trace& t, const Node& n) {
   std::string key = u->kernel + (lifted ? "|hyper_inputs" : "|");
   for (const auto& a : shared_attrs(*u, n.attrs, lifted)) key += "|" + a.key + "=" + a.val;
   return key;
+}
+
+bool trace_as_direct_update(const Trace& t, const std::vector<OutputSpec>& outputs, DirectUpdate* d) {
+  if (t.nodes.empty() || t.recording || t.backward >= 0) return false;
+  std::unordered_map<int, NDArrayHandle> goes_to;  // output value -> the array it is written into
+  for (const auto& o : outputs)
+    if (!goes_to.emplace(o.value, o.handle).second) return false;  // one value into two arrays
+  const UpdateOp* u0 = nullptr;
+  std::string key0;
+  float rescale = 0.f;
+  const Node* prev = nullptr;  // the last node whose attributes were read
+  const UpdateOp* u = nullptr;
+  bool lifted = false;
+  std::vector<float> lrs, wds;
+  float attr_rescale = 0.f;
+  for (const Node& n : t.nodes) {
+    // A step's updates repeat one op and one set of attributes: read (and format, for the
+    // group key) only those that differ from the last node's; the arrays are checked for each.
+    if (!prev || n.op != prev->op || n.attrs != prev->attrs) {
+      u = update_op(n.op->name);
+      if (!u) return false;
+      const std::string key = update_group_key(t, n);
+      if (key.empty() || (u0 && key != key0)) return false;
+      if (!u0) u0 = u, key0 = key;
+      lifted = hyper_inputs(*u, n.attrs);
+      lrs.clear(), wds.clear();
+      if (!per_weight_values(*u, n.attrs, update_weights(*u, n), &lrs, &wds)) return false;
+      attr_rescale = rescale_of(*u, n.attrs);
+      prev = &n;
+    }
+    const size_t nw = update_weights(*u, n), stride = static_cast<size_t>(u->stride);
+    if (n.in.size() != nw * stride + (lifted ? nw : 0) || n.out.size() != nw ||
+        !update_kernel_fits(*u, t, std::vector<int>(n.in.begin(), n.in.begin() + nw * stride)))
+      return false;
+    for (size_t k = 0; k < nw; ++k) {
+      for (size_t j = 0; j < stride; ++j) {
+        const Value& v = t.values[n.in[k * stride + j]];
+        if (v.node >= 0 || !v.ext) return false;
+        d->arrays.push_back(v.ext);
+      }
+      const Value& w = t.values[n.in[k * stride]];
+      auto it = goes_to.find(n.out[k]);
+      if (it == goes_to.end() || it->second != w.ext) return false;
+      goes_to.erase(it);
+      float lr, wd, r;
+      if (lifted) {  // (lr, wd, rescale_grad): a (3,) float32 array the recorder filled
+        const Value& hv = t.values[n.in[nw * stride + k]];
+        const float* p = hv.node < 0 && hv.ext ? static_cast<const float*>(data_of(hv.ext, 3 * sizeof(float))) : nullptr;
+        if (!p) return false;
+        lr = p[0], wd = p[1], r = p[2];
+      } else {
+        lr = lrs[k], wd = wds[k], r = attr_rescale;
+      }
+      if (!d->sizes.empty() && std::memcmp(&r, &rescale, sizeof r) != 0) return false;
+      rescale = r;
+      d->sizes.push_back(static_cast<int64_t>(w.aval.size()));
+      d->lrs.push_back(lr);
+      d->wds.push_back(wd);
+      d->dev_id = w.aval.dev_id;
+    }
+  }
+  if (!goes_to.empty() || d->sizes.empty()) return false;  // another result is live
+  d->kernel = u0->kernel;
+  d->stride = u0->stride;
+  d->mp = u0->mp;
+  const Node& first = t.nodes[0];
+  for (auto& a : shared_attrs(*u0, first.attrs, true)) {
+    const char* key = "formula";  // keys from u.shared or "formula": static strings, as DirectUpdate wants
+    for (const char* k : u0->shared)
+      if (a.key == k) key = k;
+    d->attrs.push_back({key, std::move(a.val)});
+  }
+  d->attrs.push_back({"rescale_grad", exact_float(rescale)});
+  return true;
 }
 
 bool reads_back_new_weight(const Trace& t, const Node& n) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "graph.h"
 #include "trace.h"
 #include "update_launch.h"
 
@@ -62,6 +63,14 @@ bool update_arrays_in_cpu_memory_fit(const UpdateOp& u, const std::vector<const 
 // attributes and each weight's float32 rates, as the op would parse them. Arrays, sizes and
 // context are the caller's. False if the attributes are not understood (or `u` is ours).
 bool direct_update_of(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights, DirectUpdate* d);
+
+// A whole trace as one direct update (update_launch.h), the graph it would compile being one
+// call of our kernel with nothing else: every node an update of one group (update_group_key),
+// every array it reads made before the trace (no value computed in it), each new weight
+// going back only into its own weight array (`outputs` holds nothing else) and one
+// rescale_grad for all weights. Fills `d` (arrays, sizes, rates and decays as the kernel
+// would read them: lifted values from their input arrays); false if the trace is not such.
+bool trace_as_direct_update(const Trace& t, const std::vector<OutputSpec>& outputs, DirectUpdate* d);
 
 // Number of weights a recorded node updates.
 size_t update_weights(const UpdateOp& u, const Node& n);
