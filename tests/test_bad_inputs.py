@@ -5,7 +5,7 @@ the failing op keep eager's values (issue 10; found by tests/stress/bad_input_sw
 import mxnet as mx
 import numpy as np
 import pytest
-from mxnet import nd
+from mxnet import autograd, nd
 
 import minpy_jit
 
@@ -106,3 +106,87 @@ def test_random_op_refusing_its_inputs_behaves_as_eager(call):
     mx.random.seed(3)
     eager, got = _eager_and_jit(_int_matrix, call)
     assert got == eager
+
+
+def _batch_norm_v1(*arrays):
+    """BatchNorm_v1 with its moving statistics (nd.BatchNorm_v1 cannot pass them: its wrapper lists
+    no auxiliary states), through the path every generated wrapper takes."""
+    import ctypes
+    from mxnet.base import _LIB, OpHandle, c_str, check_call
+    from mxnet.ndarray import register
+    h = OpHandle()
+    check_call(_LIB.NNGetOpHandle(c_str("BatchNorm_v1"), ctypes.byref(h)))
+    return register._imperative_invoke(h.value, list(arrays), [], [], None, False, True)[0]
+
+
+def test_failing_batch_norm_v1_leaves_gamma_as_eager():
+    """BatchNorm_v1 with fix_gamma writes ones into gamma when it runs; given 3-d or float16 data it
+    fails while it runs, and eagerly gamma keeps its values. The ones were recorded as a write of
+    their own, which ran where the op had failed (bad_input_sweep.py: 6 cases). Such a call now
+    runs as MXNet's op where it is called."""
+    for data in (np.random.RandomState(0).uniform(size=(2, 3, 4)).astype(np.float32), np.ones((2, 3, 2, 2), np.float16)):
+        gammas = []
+
+        def make():
+            g = nd.array([0.5, 0.6, 0.7])
+            gammas.append(g)
+            return [nd.array(data, dtype=data.dtype), g, nd.zeros(3), nd.zeros(3), nd.ones(3)]
+
+        eager, got = _eager_and_jit(make, lambda *arrays: [_batch_norm_v1(*arrays), arrays[1] * 1])
+        assert eager[1][0][0] == "e", eager
+        assert got == eager
+        assert gammas[0].asnumpy().tolist() == gammas[1].asnumpy().tolist() == [0.5, 0.6000000238418579,
+                                                                                 0.699999988079071]
+
+
+@pytest.mark.parametrize("bad", [dict(state_size=-1), dict(num_layers=-1)])
+def test_rnn_failing_while_it_runs_in_training_fails_only_its_results(bad):
+    """RNN counts as a random op (its dropout between layers), so it was never tried; without
+    dropout it draws nothing, and a bad state_size or num_layers fails while it runs: in a compiled
+    graph the ops after it were skipped without an error (`after` read garbage). Tried now."""
+    rs = np.random.RandomState(0)
+    x, p, s = rs.uniform(size=(3, 2, 4)), rs.uniform(size=(55,)), rs.uniform(size=(1, 2, 5))
+    params = dict(dict(state_size=5, num_layers=1, mode="rnn_tanh"), **bad)
+
+    def call(a, b, c):
+        with autograd.train_mode():
+            return [nd.RNN(a, b, c, **params)]
+
+    eager, got = _eager_and_jit(lambda: [nd.array(x), nd.array(p), nd.array(s)], call)
+    assert eager[1][0][0] == "e", eager
+    assert got == eager
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, p, s: [nd.RNN(x, p, s, state_size=5, num_layers=1, mode="lstm")],
+    lambda x, p, s: [nd._internal._histogram(p, s, bin_cnt=3)],
+], ids=["RNN-lstm-without-cell-state", "histogram-bins-and-bin_cnt"])
+def test_wrong_input_count_raises_eager_message(call):
+    """Eager MXNet checks the number of inputs first ("Operator RNN expects 4 inputs, but got 3
+    instead."); ours came from composing the symbol ("Incorrect number of arguments", or a shape
+    mismatch of RNN's parameters) (bad_input_sweep.py: 15 such texts)."""
+    rs = np.random.RandomState(0)
+    make = lambda: [nd.array(rs.uniform(size=(3, 2, 4))), nd.array(rs.uniform(size=(55,))),  # noqa: E731
+                    nd.array(rs.uniform(size=(1, 2, 5)))]
+    eager, got = _eager_and_jit(make, call)
+    assert eager[0] == "call" and got[0] == "call", (eager, got)
+    assert "expects" in eager[1] and got[1].endswith(eager[1][len("MXNetError: "):]), (eager, got)
+
+
+def test_batch_norm_fix_gamma_on_a_onednn_concat_gamma_fails_as_eager():
+    """A gamma of (2, 1) + (2, 3) concatenated along axis 1 is left in oneDNN's layout: eagerly the
+    BatchNorm fails while it runs and gamma keeps its values. Recorded, fix_gamma's write of ones
+    made gamma default-layout first, and the op gave values."""
+    rs = np.random.RandomState(0)
+    a, b, x = rs.uniform(size=(2, 1)), rs.uniform(size=(2, 3)), rs.uniform(size=(2, 8))
+    gammas = []
+
+    def call(a, b, x):
+        g = nd.concat(a, b, dim=1)
+        gammas.append(g)
+        return [nd.BatchNorm(x, g, nd.zeros(8), nd.zeros(8), nd.ones(8), fix_gamma=True), g * 1]
+
+    eager, got = _eager_and_jit(lambda: [nd.array(a), nd.array(b), nd.array(x)], call)
+    assert eager[1][0][0] == "e", eager
+    assert got == eager
+    assert gammas[0].asnumpy().tolist() == gammas[1].asnumpy().tolist()

@@ -1229,3 +1229,44 @@ def test_numpy_interface_random_draws_keep_eager_order(sampler):
     finally:
         npx.reset_np()
     assert np.array_equal(eager, jitted), (sampler, eager, jitted)
+
+
+# ------------------------------------------------------------------ ops with undeclared effects or state
+
+def test_batch_norm_with_relu_writes_ones_into_gamma_as_eager():
+    """oneDNN's fused BatchNormWithReLU, like BatchNorm, writes ones into its gamma input when
+    fix_gamma is set (its default), a write its signature does not declare: under jit() gamma kept
+    its values (bad_input_sweep.py: every case where eager gave values differed)."""
+    def run(use_jit):
+        x, g = arr(rand(2, 3, 4, 4, seed=1)), arr(np.array([0.5, 0.6, 0.7], np.float32))
+        b, m, v = nd.zeros(3), nd.zeros(3), nd.ones(3)
+        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+            y = nd.contrib.BatchNormWithReLU(x, g, b, m, v)
+            z = y * 2 + g.reshape((1, 3, 1, 1))
+        return [a.asnumpy() for a in (y, z, g, m, v)]
+    eager, jitted = run(False), run(True)
+    assert eager[2].tolist() == [1, 1, 1]
+    for e, j in zip(eager, jitted):
+        np.testing.assert_array_equal(j, e)
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_rnn_reads_its_weights_at_every_call_as_eager(train):
+    """oneDNN's RNN outside training keeps the weights its first forward read in its operator
+    state, which a compiled graph keeps from run to run: the same RNN call run again with other
+    weights (an evaluation after more training) gave the first weights' results under jit().
+    Eager MXNet makes a state per call; such an RNN now runs as MXNet's op where it is called."""
+    x, s = rand(3, 2, 4, seed=1), rand(1, 2, 5, seed=2)
+    params = [rand(55, seed=3), rand(55, seed=4) * -2, np.full(55, np.nan, np.float32)]
+
+    def run(use_jit, p):
+        inputs = [arr(x), arr(p), arr(s)]
+        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+            with autograd.train_mode() if train else autograd.predict_mode():
+                y = nd.RNN(*inputs, state_size=5, num_layers=1, mode="rnn_tanh")
+            z = y + 1
+        return y.asnumpy(), z.asnumpy()
+
+    for p in params:
+        for e, j in zip(run(False, p), run(True, p)):
+            np.testing.assert_array_equal(j, e)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "failures.h"
@@ -60,6 +61,33 @@ std::string describe_inputs(const std::vector<const AVal*>& ins) {
     s += "input " + std::to_string(i) + " " + ins[i]->shape_str() + " " + dtype_name(ins[i]->dtype);
   }
   return s.empty() ? "no array inputs" : s;
+}
+
+// The inputs an op takes with these attributes (arguments and auxiliary states), as eager MXNet
+// counts them before anything else; -1 if unknown. Composed without inputs, the symbol makes a
+// variable for each (listing an uncomposed atomic symbol's arguments crashes in nnvm).
+int input_count(const OpInfo& op, std::vector<const char*> keys, std::vector<const char*> vals) {
+  SymbolGuard guard;
+  SymbolHandle sym = nullptr;
+  if (without_gil([&] {
+        return MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(), vals.data(),
+                                          &sym);
+      }) != 0)
+    return -1;
+  guard.held.push_back(sym);
+  uint32_t n_args = 0, n_aux = 0;
+  const char** names = nullptr;
+  if (MXSymbolCompose(sym, "", 0, nullptr, nullptr) != 0 || MXSymbolListArguments(sym, &n_args, &names) != 0 ||
+      MXSymbolListAuxiliaryStates(sym, &n_aux, &names) != 0)
+    return -1;
+  return static_cast<int>(n_args + n_aux);
+}
+
+// Eager MXNet's message for a call with another number of inputs (Imperative::Invoke).
+std::string input_count_message(const std::string& op, int given, int expected) {
+  const std::string g = std::to_string(given), e = std::to_string(expected);
+  return "Check failed: num_inputs == infered_num_inputs (" + g + " vs. " + e + ") : Operator " + op + " expects " +
+         e + " inputs, but got " + g + " instead.";
 }
 
 }  // namespace
@@ -141,9 +169,9 @@ enum class Trial { kSkipped, kDeferred, kRuns, kRefusedAtCall, kFailsWhileRunnin
 // unwritten, with no error. Once per signature (cached with it).
 Trial trial_run(const OpInfo& op, std::vector<const char*> keys, std::vector<const char*> vals,
                 const std::vector<const AVal*>& ins, const std::vector<AVal>& outs, bool np_shape,
-                std::string* message) {
+                bool draws_nothing, std::string* message) {
   if (ins.empty()) return Trial::kSkipped;
-  if (skips_trial(op)) {
+  if (skips_trial(op) && !draws_nothing) {
     // A random op is not tried (it would take numbers from the generator). Given a zero-size
     // array, MXNet's samplers fail while they run; *_like draws, Dropout and multinomial given
     // an integer array fail while they run or when called ("only support floating point
@@ -368,8 +396,13 @@ OpSignature SignatureCache::infer(const OpInfo& op, const std::vector<Attr>& att
       if (n.size() > 1 && n[0] == 'a') sig.mutable_inputs.push_back(std::atoi(n.c_str() + 1));
     }
   } catch (const MXError& e) {
-    throw OpInputError("operator '" + op.name + "' rejected its inputs (" + describe_inputs(ins) +
-                       "): " + check_message(e.what()));
+    // Eager MXNet checks the input count first, in its own words; composing the symbol would
+    // complain otherwise ("Incorrect number of arguments", or a shape mismatch further on).
+    const int expected = op.name == "reset_arrays" ? -1 : input_count(op, keys, vals);  // composing it crashes
+    const std::string why = expected >= 0 && expected != static_cast<int>(ins.size())
+                                ? input_count_message(op.name, static_cast<int>(ins.size()), expected)
+                                : check_message(e.what());
+    throw OpInputError("operator '" + op.name + "' rejected its inputs (" + describe_inputs(ins) + "): " + why);
   }
   try_op(op, attrs, ins, np_shape, &sig);
   return sig;
@@ -383,8 +416,11 @@ void SignatureCache::try_op(const OpInfo& op, const std::vector<Attr>& attrs, co
     keys.push_back(a.key.c_str());
     vals.push_back(a.val.c_str());
   }
+  // RNN counts as a random op for its dropout between layers (`p`); without it, it draws
+  // nothing, and a bad state_size or num_layers fails while it runs (bad_input_sweep.py).
+  const bool draws_nothing = op.name == "RNN" && std::strtod(attr_value(attrs, "p", "0").c_str(), nullptr) == 0.0;
   std::string failure;
-  const Trial trial = trial_run(op, keys, vals, ins, sig->outs, np_shape, &failure);
+  const Trial trial = trial_run(op, keys, vals, ins, sig->outs, np_shape, draws_nothing, &failure);
   if (trial == Trial::kRunsEagerly) {
     sig->recordable = false;
     sig->why_not = "a random op given an integer or zero-size array (may fail where it is called or while it runs)";

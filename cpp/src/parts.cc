@@ -168,7 +168,7 @@ namespace {
 bool backward_has_effects(const Trace& t, const Node& n) {
   const std::string& op = n.op->name;
   if (op == "Custom") return true;
-  return t.training && (op == "BatchNorm" || op == "BatchNorm_v1" || op == "_contrib_SyncBatchNorm");
+  return t.training && is_batch_norm(op);
 }
 
 }  // namespace

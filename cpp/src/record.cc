@@ -596,11 +596,18 @@ py::object fallback(const py::args& args, const OpInfo& op, const std::string& w
 
 // A fallback whose op may fail while it runs: its results are probed, so that a later trace
 // reading one runs op by op until the probe has seen it clean (failures.h), as after a per-op run.
-py::object fallback_that_can_fail(const py::args& args, const OpInfo& op, const std::string& why) {
+// `updated`: the inputs the op updates in place (its auxiliary states), probed too.
+py::object fallback_that_can_fail(const py::args& args, const OpInfo& op, const std::string& why,
+                                  const std::vector<int>& updated = {}) {
   py::object result = fallback(args, op, why);
   std::vector<NDArrayHandle> written;
   std::vector<PyObject*> arrays = out_arrays(args[4].ptr());
   if (arrays.empty()) arrays = out_arrays(result.ptr());
+  for (int i : updated) {
+    py::object a = py::reinterpret_steal<py::object>(PySequence_GetItem(args[1].ptr(), i));
+    if (!a) PyErr_Clear();
+    else arrays.push_back(a.ptr());  // held by the call's argument list
+  }
   for (PyObject* a : arrays)
     if (is_ndarray(a)) written.push_back(handle_of(a));
   probe_arrays(written);
@@ -757,11 +764,17 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     return fallback(args, op, "sparse output");
   }
 
+  // oneDNN's RNN outside training keeps the weights its first forward read in its operator
+  // state, and a compiled graph keeps that state from run to run: a later run with other
+  // weights (the next evaluation after more training) gave the first run's results. Eager MXNet
+  // makes a state per call. MXNet's op runs it, as eagerly.
+  if (op.name == "RNN" && !train) return fallback(args, op, "outside training its state keeps its first weights");
+
   // BatchNorm with fix_gamma (its default) writes ones into its gamma input when it runs, a write
   // its signature does not declare: recorded below as gamma <- ones_like(gamma). Under record()
   // that write would make gamma the output of a recorded op (eager's autograd never sees it): eager.
   bool writes_ones_into_gamma = false;
-  if ((op.name == "BatchNorm" || op.name == "BatchNorm_v1" || op.name == "_contrib_SyncBatchNorm") && nin > 1) {
+  if (is_batch_norm(op.name) && nin > 1) {
     writes_ones_into_gamma = true;
     for (const Attr& a : attrs)
       if (a.key == "fix_gamma") writes_ones_into_gamma = !(a.val == "False" || a.val == "false" || a.val == "0");
@@ -863,6 +876,12 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // MXNet writes a one per channel: a gamma with more elements than channels keeps the rest.
   if (writes_ones_into_gamma && !gamma_matches_channels(*in_avals[0], *in_avals[1], attrs))
     return fallback(args, op, "fix_gamma writes ones into part of gamma (more elements than channels)");
+  // A gamma of more than one axis may be an array oneDNN left in its blocked layout (a concat of
+  // (2, 1) + (2, 3)): eagerly the BatchNorm then fails while it runs ("We can't generate TBlob
+  // for MKLDNN data") and gamma keeps its values; recorded, the write of ones made it the
+  // default layout first and the op ran. MXNet's op runs it, as eagerly (bad_input_sweep.py).
+  if (writes_ones_into_gamma && in_avals[1]->ndim != 1)
+    return fallback_that_can_fail(args, op, "fix_gamma writes ones into a gamma of more than one axis");
 
   // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
   if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
@@ -954,9 +973,22 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 
   const OpSignature* sig = &R->sigs.lookup(rec_op, attrs, attr_hash, in_avals, np_shape);  // may throw OpInputError
   if (!sig->recordable) return fallback(args, op, sig->why_not);
+  // MXNet's arrays hold fewer than 2^31 elements (built without USE_INT64_TENSOR_SIZE): eagerly
+  // such a result is made, and reading anything of it, its shape too, raises (RNN given
+  // state_size=-1: inference gives an axis of -1, 2^32 - 1 as MXNet's unsigned dimension); a
+  // lazy array of that shape cannot even be made. MXNet's op runs it.
+  for (const AVal& o : sig->outs)
+    if (std::any_of(o.dims, o.dims + o.ndim, [](int64_t d) { return d < 0; }) || o.size() >= (int64_t{1} << 31) - 1)
+      return fallback_that_can_fail(args, op, "a result of 2^31 elements or more (MXNet's arrays hold fewer)");
   // Its trial run on these inputs' shapes and dtypes failed while it ran (infer.cc): recorded as
   // an op that can fail, so its trace runs op by op.
   OpInfo& node_op = sig->fails_while_running && !rec_op.can_fail ? failing_twin(rec_op) : rec_op;
+  // fix_gamma's ones are recorded as a write of their own (below), which would run where the
+  // op failed: eagerly a failed BatchNorm leaves gamma as it was (BatchNorm_v1 of 3-d or float16
+  // data; bad_input_sweep.py). MXNet's op runs it, as eagerly; what it wrote is probed.
+  if (writes_ones_into_gamma && node_op.can_fail)
+    return fallback_that_can_fail(args, op, "fix_gamma writes ones into gamma, and it may fail while it runs",
+                                  sig->mutable_inputs);
 
   // out=: the written arrays must match what the op produces.
   std::vector<PyObject*> out_objs = out_arrays(out);

@@ -9,6 +9,10 @@ bool adds_to_gradient(NDArrayHandle h) {
   return !autograd_peek_works() || (autograd_role(h, &req) == AutogradRole::kVariable && req == 3 /* kAddTo */);
 }
 
+bool is_batch_norm(const std::string& n) {
+  return n == "BatchNorm" || n == "BatchNorm_v1" || n == "_contrib_SyncBatchNorm" || n == "_contrib_BatchNormWithReLU";
+}
+
 void Trace::start(bool rec, bool train, bool np) {
   recording = rec, training = train, np_shape = np;
   key = Key128();

@@ -116,6 +116,11 @@ struct Value {
 // grad_req='add', or any array while autograd's roles cannot be read.
 bool adds_to_gradient(NDArrayHandle h);
 
+// MXNet's batch normalisations (BatchNorm, BatchNorm_v1, SyncBatchNorm, oneDNN's BatchNormWithReLU):
+// with fix_gamma (their default) they write ones into their gamma input when they run, a write
+// their signatures do not declare, and in training their backward updates the moving statistics.
+bool is_batch_norm(const std::string& op_name);
+
 struct Slot {
   int value = -1;      // SSA value the array holds now
   int ext_value = -1;  // the external value it held when the trace first saw it, -1 if none
