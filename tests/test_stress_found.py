@@ -251,3 +251,94 @@ def test_threads_running_one_executor_at_once_neither_hang_nor_differ(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("8 threads sharing executors did not finish in 240 s: a deadlock")
     assert done.returncode == 0 and done.stdout.startswith("ok"), done.stdout + done.stderr[-3000:]
+
+
+_OWNER_RUNS_ON_CHILD = r'''
+import sys, threading
+import numpy as np, mxnet as mx
+from mxnet import nd, autograd, gluon
+import minpy_jit
+
+THREADS, STEPS = 8, int(sys.argv[1])
+minpy_jit.config(reads_keep_recorded=False)  # every read flushes every thread's pending work
+minpy_jit.config(recompile_limit=10 ** 6)  # flushes from other threads cut traces anywhere: many graphs
+sys.setswitchinterval(1e-5)  # threads switch between any two bytecodes, inside each other's flushes
+OPTIMIZERS = [("sgd", {"learning_rate": 0.05}), ("sgd", {"learning_rate": 0.05, "momentum": 0.9}),
+              ("adam", {"learning_rate": 0.01}), ("rmsprop", {"learning_rate": 0.01})]
+
+
+def model(k):
+    mx.random.seed(k)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(3 + k, in_units=6, activation="relu"), gluon.nn.Dense(4, in_units=3 + k))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def step(net, trainer, loss_fn, x, y):
+    with autograd.record():
+        loss = loss_fn(net(x), y).mean()
+    loss.backward()
+    trainer.step(x.shape[0])
+    return loss
+
+
+models = []
+for k in range(THREADS):
+    net, twin = model(k), model(k)
+    opt, kw = OPTIMIZERS[k % 4]
+    models.append((net, twin, gluon.Trainer(net.collect_params(), opt, dict(kw)),
+                   gluon.Trainer(twin.collect_params(), opt, dict(kw))))
+errors, diffs = [], []
+
+
+def worker(k):
+    net, twin, trainer, twin_trainer = models[k]
+    rng = np.random.RandomState(k)
+    xs, ys = rng.uniform(-1, 1, (64, 6)).astype(np.float32), rng.randint(0, 4, 64).astype(np.float32)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    try:
+        for i in range(STEPS):
+            s = (i * 8) % 64
+            x, y = nd.array(xs[s:s + 8]), nd.array(ys[s:s + 8])
+            step(twin, twin_trainer, loss_fn, x, y).wait_to_read()
+            with minpy_jit.jit(site="thread-%d" % k):
+                loss = step(net, trainer, loss_fn, x, y)
+            loss.wait_to_read()
+        for a, b in zip(twin.collect_params().values(), net.collect_params().values()):
+            if not np.allclose(b.data().asnumpy(), a.data().asnumpy(), rtol=1e-5, atol=1e-5):
+                diffs.append((k, a.name, float(np.abs(b.data().asnumpy() - a.data().asnumpy()).max())))
+    except BaseException as e:
+        errors.append("thread %d, step %d: %s" % (k, i, str(e).splitlines()[-1]))
+
+
+threads = [threading.Thread(target=worker, args=(k,)) for k in range(THREADS)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
+assert not diffs, diffs
+st = minpy_jit.stats()
+assert not any(v["eager"] for v in st["sites"].values()), "a site ran eagerly: not a test of jit()"
+print("ok", st["executions"], sum(n for c, n in st["flushes"].items() if "(from another thread)" in c))
+'''
+
+
+def test_threads_flushing_each_others_traces_at_any_bytecode_equal_eager(tmp_path):
+    """A read flushes every thread's pending trace, and the owner of a trace runs on while another
+    thread's flush of it has released the GIL. tests/stress/threads.py (reads_keep_recorded=False)
+    raised MXNet's 'Cannot differentiate node ... not in a computational graph' in one thread at
+    step 6548 of 10,000: its recorded forward, flushed in parts by another thread, lost a part
+    whose result the owner let go of meanwhile, and the next part read an unwritten array.
+    Here 8 threads train each its own small model beside an eager twin, switching threads every
+    10 us so that such moments come every few steps; every thread must finish, equal to its twin,
+    in bounded time (a child process). On 66074cd's build 7 of the 8 threads raised it, by step 271."""
+    import subprocess
+    script = tmp_path / "owner_runs_on.py"
+    script.write_text(_OWNER_RUNS_ON_CHILD)
+    try:
+        done = subprocess.run([sys.executable, str(script), "400"], capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        pytest.fail("8 threads flushing each other's traces did not finish in 240 s: a deadlock")
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stdout + done.stderr[-3000:]

@@ -76,3 +76,77 @@ def test_owner_ops_wait_for_another_threads_flush_of_its_trace():
     got = _flush_from_other_thread(lambda x: (x + 1).asnumpy())
     np.testing.assert_allclose(got, _expected() + 1, rtol=1e-6)
     assert minpy_jit.stats()["fallbacks"] == before, "the owner's op ran eagerly as if in a callback"
+
+
+def test_result_the_owner_lets_go_of_during_another_threads_flush_still_reaches_its_readers():
+    """Thread B's read flushes thread A's recorded forward, cut into independent parts where A
+    holds results (parts.cc). A runs on while B's flush runs a part without the GIL: here it lets
+    go of h (a local going out of scope in real code) after B cut the trace at h and before h's
+    part runs. That part then had no live output and was dropped, so y = h * 3 read an array
+    never written (zeros) outside the autograd graph, and y.backward() raised MXNet's 'Cannot
+    differentiate node' (tests/stress/threads.py, reads_keep_recorded=False, step 6548 of 10,000)."""
+    x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) / 7)
+    w1, w2 = nd.ones((2, 3)), nd.array(np.full((2, 3), 0.5, np.float32))
+
+    def forward(x, w1, w2):
+        a = x * w1
+        h = nd.relu(x * w2 - 0.1)
+        return a, h, h * 3
+
+    ew1, ew2 = w1.copy(), w2.copy()
+    for w in (ew1, ew2):
+        w.attach_grad()
+    with mx.autograd.record():
+        _, _, ey = forward(x, ew1, ew2)
+    ey.backward()
+    want_y, want_grad = ey.asnumpy(), ew2.grad.asnumpy()
+
+    recorded, first_part_ran, dropped = threading.Event(), threading.Event(), threading.Event()
+    flusher, result = {}, {}
+
+    def log(line):
+        if threading.get_ident() == flusher.get("ident") and not first_part_ran.is_set():
+            first_part_ran.set()  # B ran A's first part (a = x * w1); h's part is next
+            dropped.wait(5)  # sleeping releases the GIL: A drops h now, in the middle of B's flush
+
+    def owner():
+        for w in (w1, w2):
+            w.attach_grad()
+        with minpy_jit.jit():
+            with mx.autograd.record():
+                parts = list(forward(x, w1, w2))
+                recorded.set()
+                first_part_ran.wait(5)
+                del parts[1]  # h: only the trace holds it now
+                dropped.set()
+            y = parts[1]
+            try:
+                y.backward()
+                result["y"], result["grad"] = y.asnumpy(), w2.grad.asnumpy()
+            except mx.base.MXNetError as e:
+                result["error"] = str(e).splitlines()[-1]
+
+    def other():
+        flusher["ident"] = threading.get_ident()
+        recorded.wait(5)
+        nd.waitall()
+
+    old = minpy_jit.config()
+    _core.set_log(log)
+    minpy_jit.config(log="flushes", reads_keep_recorded=False)
+    try:
+        threads = [threading.Thread(target=owner), threading.Thread(target=other)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        assert not any(t.is_alive() for t in threads), "deadlock"
+    finally:
+        from minpy_jit import diagnostics
+        _core.set_log(diagnostics._log)
+        minpy_jit.config(log=",".join(k for k in ("recompiles", "flushes") if old["log_" + k]),
+                         reads_keep_recorded=old["reads_keep_recorded"])
+    assert first_part_ran.is_set(), "the other thread did not flush this trace in parts"
+    assert "error" not in result, result["error"]
+    np.testing.assert_array_equal(result["y"], want_y)
+    np.testing.assert_array_equal(result["grad"], want_grad)

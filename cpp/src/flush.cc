@@ -177,7 +177,7 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
   for (const auto& kv : t.slots) {
     const Slot& s = kv.second;
     if (s.ours) {
-      if (held_elsewhere(static_cast<PyObject*>(s.owner))) {
+      if (s.handed_on || held_elsewhere(static_cast<PyObject*>(s.owner))) {
         outputs.push_back({s.value, -1, kv.first});
         is_output[s.value] = 1;
       } else {

@@ -150,6 +150,12 @@ std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHa
       }
     }
   }
+  // Values read by a part other than the one computing them, through the array holding them.
+  std::vector<char> read_elsewhere(t.values.size(), 0);
+  for (size_t p = 0; p < groups.size(); ++p)
+    for (int i : groups[p])
+      for (int v : t.nodes[i].in)
+        if (t.values[v].node >= 0 && part_of_value[v] != static_cast<int>(p)) read_elsewhere[v] = 1;
   // Arrays holding a result: in the part that computes it (the parent trace keeps the references).
   for (const auto& kv : t.slots) {
     const Slot& s = kv.second;
@@ -157,8 +163,9 @@ std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHa
     if (p < 0) continue;
     const auto& vmap = value_map[p];
     auto ext = s.ext_value >= 0 ? vmap.find(s.ext_value) : vmap.end();
-    parts[p].slots[kv.first] = Slot{vmap.at(s.value), ext == vmap.end() ? -1 : ext->second, s.owner, s.ours, false,
-                                    s.in_graph};
+    Slot& in_part = parts[p].slots[kv.first] = Slot{vmap.at(s.value), ext == vmap.end() ? -1 : ext->second, s.owner,
+                                                    s.ours, false, s.in_graph};
+    in_part.handed_on = read_elsewhere[s.value] && static_cast<size_t>(s.value) < held.size() && held[s.value] == kv.first;
   }
   return parts;
 }

@@ -11,7 +11,8 @@ namespace minpy {
 
 // The parts of a trace, in the order of their first op, or nothing if it is one part. A part's
 // slots borrow the parent's Python references: only the parent releases them.
-// `held`: per value, the array holding it for the program (a graph output), else null.
+// `held`: per value, the array holding it for the program (a graph output), else null. An array
+// through which another part reads its value is marked Slot::handed_on in the part computing it.
 // `part_of_node`, if given: per node of t, the index of its part (all 0 when it is one part).
 std::vector<Trace> independent_parts(const Trace& t, const std::vector<NDArrayHandle>& held,
                                      std::vector<int>* part_of_node = nullptr);

@@ -128,6 +128,12 @@ struct Slot {
   bool ours = false;   // created by the recorder as a lazy output
   bool written = false;  // a graph output of the flush under way (never recycled into the pool)
   bool in_graph = false;  // read or written by an op recorded into the autograd graph (see record.cc)
+  // A result another part of the same flush reads (parts.h: independent_parts): a graph output
+  // whoever holds the array by the time its part runs. The parts were cut where the program
+  // held results, and the program may let go of one while an earlier part runs without the GIL
+  // (its thread runs on during another thread's flush of its trace); left unwritten, the part
+  // reading it read garbage, outside the autograd graph.
+  bool handed_on = false;
 };
 
 class Trace {
