@@ -304,3 +304,116 @@ def test_segments_under_numpy_shape_semantics_run_on_the_recording_thread():
             assert launches == 0
             assert_same(ref_w + ref_m, ws + ms, rtol=0)
 
+
+
+_FAILED_LAUNCH_CHILD = r'''
+import sys, threading
+import numpy as np, mxnet as mx
+from mxnet import nd
+import minpy_jit
+
+A_DRAINS_FIRST = sys.argv[1] == "a"
+gate = {"fail": False}
+b_warm, in_forward, b_queued, first_drained = (threading.Event() for _ in range(4))
+
+
+class Boom(mx.operator.CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        if gate["fail"]:  # on the launcher thread (NaiveEngine runs the op where it is pushed)
+            in_forward.set()
+            b_queued.wait(10)  # B's segments queue up behind this launch, which then fails
+            raise RuntimeError("boom")
+        self.assign(out_data[0], req[0], in_data[0] * 2)
+
+
+@mx.operator.register("boom")
+class BoomProp(mx.operator.CustomOpProp):
+    def list_arguments(self):
+        return ["data"]
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return Boom()
+
+
+minpy_jit.config(segment_ops=3)
+xs = [nd.array(np.random.RandomState(i).uniform(-1, 1, (3,))) for i in range(140)]
+ys = [nd.array(np.random.RandomState(1000 + i).uniform(-1, 1, (3,))) for i in range(140)]
+result = {}
+
+
+def thread_a():  # a step a segment handing MXNet 141 arrays (background launches); one fails
+    acc = nd.zeros((3,))
+    try:
+        with minpy_jit.jit(site="a"):
+            for step in range(15):
+                if step == 12:
+                    acc.wait_to_read()
+                    b_warm.wait(10)
+                    gate["fail"] = True
+                acc = acc + nd.Custom(nd.add_n(*xs) - acc, op_type="boom")
+            if not A_DRAINS_FIRST:
+                first_drained.wait(10)
+        result["a"] = "no error"
+    except mx.MXNetError as e:
+        result["a"] = str(e)
+    first_drained.set()
+
+
+def thread_b():  # its own work, launched in the background too, behind A's failing launch
+    acc, want = nd.zeros((3,)), nd.zeros((3,))
+    for step in range(15):
+        want = want + (nd.add_n(*ys) - want) * 2
+    try:
+        with minpy_jit.jit(site="b"):
+            for step in range(15):
+                if step == 12:
+                    acc.wait_to_read()
+                    b_warm.set()
+                    in_forward.wait(10)
+                acc = acc + (nd.add_n(*ys) - acc) * 2
+            b_queued.set()
+            if A_DRAINS_FIRST:
+                first_drained.wait(10)
+        result["b"] = "same" if np.array_equal(acc.asnumpy(), want.asnumpy()) else "DIFFERENT: %s, eager %s" % (
+            acc.asnumpy(), want.asnumpy())
+    except mx.MXNetError as e:
+        result["b"] = str(e)
+    first_drained.set()
+
+
+threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert in_forward.is_set() and minpy_jit.stats()["background_launches"] >= 6, "not launched in the background"
+assert "launched in the background failed" in result["a"] and "CustomOpForward" in result["a"], result
+assert result["b"] == "same", result
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("first", ["a"])
+def test_a_failed_background_launch_is_its_own_threads_error_and_skips_no_other_threads_work(first, tmp_path):
+    """One launcher thread runs every thread's background segments. A launch of thread A fails
+    (a CustomOp raising under NaiveEngine, which runs it on the launcher thread) while thread B's
+    segments are queued behind it. Before, every later job was skipped, B's included, and the
+    error went to whichever thread drained first: B then read arrays never written (garbage, no
+    error) when A drained first, and B got A's error while A's scope ended without one when B
+    did. Now A's failure skips only A's later segments and is A's error; B's values equal eager's.
+    A child process (NaiveEngine is chosen at start-up), killed if it hangs."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "failed_launch.py"
+    script.write_text(_FAILED_LAUNCH_CHILD)
+    env = dict(os.environ, MXNET_ENGINE_TYPE="NaiveEngine")
+    try:
+        done = subprocess.run([sys.executable, str(script), first], env=env, capture_output=True, text=True,
+                              timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("two threads with a failing background launch did not finish in 120 s")
+    assert done.returncode == 0 and done.stdout.rstrip().endswith("ok"), done.stdout + done.stderr[-3000:]

@@ -21,7 +21,7 @@ namespace py = pybind11;
 bool minpy::set_grad_state_of(NDArrayHandle h, bool state) {
   note_data_access(kGradStateSet);
   int req = 0;
-  if ((R->pending || launches_in_flight()) &&
+  if ((R->pending || launches_unsettled()) &&
       !(autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable))
     before_mxnet_call(me(), "MXNDArraySetGradState", {h});
   return MXNDArraySetGradState(h, state) == 0;
@@ -284,7 +284,7 @@ PYBIND11_MODULE(_core, m) {
   register_trainer_api(m);
   register_server_update_api(m);
   m.def("depth", []() { return me().depth; });
-  m.def("pending", []() { return R->pending + launches_in_flight(); });
+  m.def("pending", []() { return R->pending + launches_unsettled(); });
   m.def("flush", [](const std::string& cause, bool eager) {
         // Python running *inside* our recording of an op on this thread (a garbage-collected
         // object's __del__ freeing a CachedOp, say) must not flush the half-recorded trace.

@@ -181,7 +181,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
     if (ts.flushing) wait_for_foreign_flush(ts);  // this call must see that flush's results
     if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(self, 1), "hybridized block") == 0)
       watch_cached_op_gradients(argv, nargs);
-    if (R->pending || launches_in_flight()) {
+    if (R->pending || launches_unsettled()) {
       std::string cause = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1));
       bool eager = false;
       if (PyTuple_GET_ITEM(self, 2) == Py_True && nargs > 6) {

@@ -712,7 +712,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
 bool read_keeps_recorded_trace(ThreadState& ts, const std::string& cause) {
   Trace& t = ts.trace;
   if (!R->cfg.reads_keep_recorded || ts.flushing || ts.busy || !t.runs_recorded() || !ts.parked.empty() ||
-      R->pending != t.nodes.size() || launches_in_flight() || (ts.site && ts.site->eager))
+      R->pending != t.nodes.size() || launches_unsettled() || (ts.site && ts.site->eager))
     return false;
   if (t.peeked == t.nodes.size()) return true;  // nothing recorded since: every held result is in its array
   if (t.peeked || t.can_fail || R->reads_not_kept.count(t.key.a)) return false;

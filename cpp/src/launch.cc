@@ -7,8 +7,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "mxapi.h"
+#include "runtime.h"
 
 namespace minpy {
 namespace py = pybind11;
@@ -23,7 +25,11 @@ struct Launcher {
   std::deque<LaunchJob> queue;
   size_t in_flight = 0;            // queued or being launched
   std::vector<void*> retired;      // references of launched jobs, to release under the GIL
-  std::string failure;             // the first failed launch; later jobs are skipped
+  // Per queuing thread (ThreadState::id): its first failed launch, until that thread's next
+  // drain reports it; its later jobs are skipped meanwhile. Other threads' jobs are their own
+  // programs' work and still run: one failure for all skipped them too, and the thread that
+  // drained first got the error, so the other read arrays never written (garbage), silently.
+  std::unordered_map<uint64_t, std::string> failures;
   bool started = false;
 
   void loop() {
@@ -36,7 +42,7 @@ struct Launcher {
         work.wait(lock, [&] { return !queue.empty(); });
         job = std::move(queue.front());
         queue.pop_front();
-        skip = !failure.empty();
+        skip = failures.count(job.owner) > 0;
       }
       std::string error;
       if (!skip) {
@@ -48,7 +54,7 @@ struct Launcher {
       {
         std::lock_guard<std::mutex> lock(mu);
         retired.insert(retired.end(), job.refs.begin(), job.refs.end());
-        if (!error.empty() && failure.empty()) failure = error;
+        if (!error.empty()) failures.emplace(job.owner, error);  // the first one stays
         --in_flight;
       }
       done.notify_all();
@@ -76,6 +82,7 @@ Launcher& launcher() {
 void launch_async(LaunchJob&& job) {
   Launcher& l = launcher();
   l.retire();
+  job.owner = me().id;
   {
     std::lock_guard<std::mutex> lock(l.mu);
     if (!l.started) {
@@ -93,9 +100,10 @@ void drain_launches(bool report) {
   // launcher thread itself: every earlier job is done, and the current one is ours.
   if (on_launcher_thread) return;
   Launcher& l = launcher();
+  const uint64_t mine = me().id;
   {
     std::lock_guard<std::mutex> lock(l.mu);
-    if (l.in_flight == 0 && l.retired.empty() && l.failure.empty()) return;
+    if (l.in_flight == 0 && l.retired.empty() && !l.failures.count(mine)) return;
   }
   {
     py::gil_scoped_release nogil;  // a launch may need Python (a Custom op under NaiveEngine)
@@ -107,17 +115,21 @@ void drain_launches(bool report) {
   std::string failure;
   {
     std::lock_guard<std::mutex> lock(l.mu);
-    failure.swap(l.failure);
+    auto it = l.failures.find(mine);
+    if (it == l.failures.end()) return;
+    failure.swap(it->second);
+    l.failures.erase(it);
   }
   if (!failure.empty())
     throw MXError("a graph launched in the background failed (it and the segments queued after it did not run): " +
                   failure);
 }
 
-size_t launches_in_flight() {
+size_t launches_unsettled() {
   Launcher& l = launcher();
+  const uint64_t mine = on_launcher_thread ? 0 : me().id;
   std::lock_guard<std::mutex> lock(l.mu);
-  return l.in_flight;
+  return l.in_flight + (mine && l.failures.count(mine) ? 1 : 0);
 }
 
 }  // namespace minpy

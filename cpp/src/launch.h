@@ -24,17 +24,21 @@ struct LaunchJob {
   std::vector<NDArrayHandle> temps;  // arrays made for this run only: freed after the launch
   std::vector<void*> refs;           // the Python objects owning ins/outs (PyObject*, owned)
   bool training = false;             // autograd training mode (queued traces never record)
+  uint64_t owner = 0;                // ThreadState::id of the queuing thread (set by launch_async)
 };
 
 // Queues a job (GIL held). Also releases the references of jobs already launched.
 void launch_async(LaunchJob&& job);
 
 // Waits until every queued job has been launched (releasing the GIL meanwhile), then
-// releases their references (on the launcher thread itself: returns at once). Throws MXError if a launch failed (the jobs queued after a
-// failed one are not launched); with report=false the failure is kept for the next drain.
+// releases their references (on the launcher thread itself: returns at once). Throws MXError
+// if a job this thread queued failed (its jobs queued after it are not launched; other
+// threads' are, and each thread hears only of its own failure); with report=false the
+// failure is kept for the next drain.
 void drain_launches(bool report = true);
 
-// Jobs queued and not yet launched (any thread may ask).
-size_t launches_in_flight();
+// Jobs queued and not yet launched, plus one if a failed launch awaits this thread's next
+// drain (any thread may ask): nonzero means a drain is due before MXNet is reached.
+size_t launches_unsettled();
 
 }  // namespace minpy

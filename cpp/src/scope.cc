@@ -282,7 +282,7 @@ py::object as_method(PyMethodDef* def) {
 
 }  // namespace
 
-bool hooks_active() { return H->open > 0 || R->pending > 0 || launches_in_flight() > 0; }
+bool hooks_active() { return H->open > 0 || R->pending > 0 || launches_unsettled() > 0; }
 
 void open_scope(const std::string& site) {
   {

@@ -96,7 +96,7 @@ bool update_plan(const std::string& kernel, const std::vector<std::pair<const ch
 }
 
 bool launch_update_directly(ThreadState& ts, const DirectUpdate& u, bool flushing) {
-  if (!R->cfg.direct_updates || ts.capturing || launches_in_flight() != 0) return false;
+  if (!R->cfg.direct_updates || ts.capturing || launches_unsettled() != 0) return false;
   if (!flushing && (!ts.trace.nodes.empty() || R->pending != 0)) return false;
   const size_t nw = u.sizes.size();
   if (nw == 0 || u.stride < 2 || u.arrays.size() != nw * static_cast<size_t>(u.stride)) return false;
