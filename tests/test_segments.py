@@ -390,13 +390,13 @@ for t in threads:
 for t in threads:
     t.join()
 assert in_forward.is_set() and minpy_jit.stats()["background_launches"] >= 6, "not launched in the background"
-assert "launched in the background failed" in result["a"] and "CustomOpForward" in result["a"], result
+assert "CustomOpForward" in result["a"], result  # A's own error (its launch's, or its pending step's)
 assert result["b"] == "same", result
 print("ok")
 '''
 
 
-@pytest.mark.parametrize("first", ["a"])
+@pytest.mark.parametrize("first", ["a", "b"])
 def test_a_failed_background_launch_is_its_own_threads_error_and_skips_no_other_threads_work(first, tmp_path):
     """One launcher thread runs every thread's background segments. A launch of thread A fails
     (a CustomOp raising under NaiveEngine, which runs it on the launcher thread) while thread B's
@@ -404,6 +404,8 @@ def test_a_failed_background_launch_is_its_own_threads_error_and_skips_no_other_
     error went to whichever thread drained first: B then read arrays never written (garbage, no
     error) when A drained first, and B got A's error while A's scope ended without one when B
     did. Now A's failure skips only A's later segments and is A's error; B's values equal eager's.
+    When B drains first, B's read also flushes A's pending step, whose CustomOp fails again: that
+    error was raised in B too, and is now kept for A (ThreadState::foreign_flush_error).
     A child process (NaiveEngine is chosen at start-up), killed if it hangs."""
     import os
     import subprocess

@@ -179,6 +179,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
     if (capture_open())  // a @function fragment being captured touches array data: no replay
       note_data_access(py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1)).cast<std::string>().c_str());
     if (ts.flushing) wait_for_foreign_flush(ts);  // this call must see that flush's results
+    raise_foreign_flush_error(ts);
     if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(self, 1), "hybridized block") == 0)
       watch_cached_op_gradients(argv, nargs);
     if (R->pending || launches_unsettled()) {

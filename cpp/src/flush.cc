@@ -758,7 +758,24 @@ void flush_all(const std::string& cause, bool force_eager) {
   }
   for (ThreadState* ts : others)
     if (ts != &mine && ts->has_pending() && !ts->busy)
-      flush_thread(*ts, cause + " (from another thread)", where, force_eager);
+      flush_other_thread(*ts, cause + " (from another thread)", where, force_eager);
+}
+
+void flush_other_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  try {
+    flush_thread(ts, cause, where, force_eager);
+  } catch (const py::error_already_set&) {
+    throw;  // Python's own (an interrupt while this thread waited): this thread's
+  } catch (const std::runtime_error&) {  // MXError, OpInputError: the failing op is that thread's
+    if (!ts.foreign_flush_error) ts.foreign_flush_error = std::current_exception();
+  }
+}
+
+void raise_foreign_flush_error(ThreadState& ts) {
+  if (!ts.foreign_flush_error) return;
+  std::exception_ptr e = ts.foreign_flush_error;
+  ts.foreign_flush_error = nullptr;
+  std::rethrow_exception(e);
 }
 
 }  // namespace minpy

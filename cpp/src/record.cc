@@ -666,6 +666,7 @@ py::object invoke(py::args args) {
   ThreadState& ts = me();
   if (args.size() != 7) return R->orig_invoke(*args);
   if (ts.flushing) wait_for_foreign_flush(ts);  // this thread's ops come after its pending ones
+  raise_foreign_flush_error(ts);
   if (ts.in_mxnet || ts.flushing) return run_from_callback(ts, args);
   if (ts.depth == 0) return foreign_thread(ts) ? run_from_callback(ts, args) : R->orig_invoke(*args);
   struct Busy {

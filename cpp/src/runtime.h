@@ -9,6 +9,7 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +63,10 @@ struct ThreadState {
   // whether it keeps the graph (retain_graph). See backward_could_do_more (parts.h).
   std::vector<NDArrayHandle> backward_heads;
   bool backward_retains = false;
+  // This thread's work failed to run in another thread's flush (flush_all): the
+  // error is this thread's, as its op's eagerly, raised at its next op, guarded call or scope
+  // exit (raise_foreign_flush_error), not in the thread that happened to flush.
+  std::exception_ptr foreign_flush_error;
   Trace trace;
   // The open traces of other contexts (record.cc: one trace per context, so that a
   // data-parallel step's per-context forwards stay pending side by side until each one's
@@ -184,6 +189,11 @@ bool read_keeps_recorded_trace(ThreadState& ts, const std::string& cause);
 // Another thread is flushing this trace: waits (without the GIL) until it has handed the
 // trace's work to MXNet, so that what this thread does next comes after it. No-op otherwise.
 void wait_for_foreign_flush(ThreadState& ts);
+// Flushes another thread's trace (`cause` names the caller's reason); an MXNet error its run
+// raises is kept for that thread (ThreadState::foreign_flush_error), not raised here.
+void flush_other_thread(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager);
+// Raises (once) the error another thread's flush of this thread's work kept for it, if any.
+void raise_foreign_flush_error(ThreadState& ts);
 
 // scope.cc: jit() scopes opened and closed by one C call each (an interrupt cannot split them)
 void enter(const std::string& site);  // this thread's scope depth and site stack only

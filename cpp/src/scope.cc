@@ -53,7 +53,8 @@ void exit_scope() {
   } pop{ts};
   if (ts.depth == 1) {  // leaving the scope, everything it recorded has reached MXNet
     try {
-      flush_thread(ts, "scope exit", user_site());
+      flush_thread(ts, "scope exit", user_site());  // waits for another thread's flush of it
+      raise_foreign_flush_error(ts);
     } catch (...) {
       drain_launches(false);  // the flush's error wins; a failed launch is reported at the next drain
       throw;
