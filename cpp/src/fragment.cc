@@ -532,13 +532,13 @@ void ensure_executor(FragmentState& F, Variant& v) {
 
 constexpr int kParamMisses = 4;
 
-// The CachedOp a direct launch runs: the executor's own, or the variant's with its stable
+// The CachedOp a direct launch runs: the executor's own (null), or the variant's with its stable
 // inputs declared as parameters (see Variant::StableInputs). Only for graphs that are not
 // recorded (the gradient path stays the executor's) and write no input in place.
-CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const Walk& w, const std::vector<NDArrayHandle>& ins,
-                                const std::vector<NDArrayHandle>& outs) {
+std::shared_ptr<void> stable_inputs_op(Variant& v, const Executor& exe, const Walk& w,
+                                       const std::vector<NDArrayHandle>& ins, const std::vector<NDArrayHandle>& outs) {
   Variant::StableInputs& s = v.stable_inputs;
-  if (v.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op)) return exe.op;
+  if (v.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op)) return nullptr;
   auto hold = [&](size_t i) {  // the Python array behind input i (constants and the stand-in: none)
     const int val = exe.input_values[i];
     PyObject* o = val >= 0 && v.ext_leaf[val] >= 0 ? w.objs[v.ext_leaf[val]] : nullptr;
@@ -568,7 +568,9 @@ CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const Walk& w, 
       if (without_gil([&] { return MXSymbolCreateFromJSON(exe.json.c_str(), &sym); }) == 0) {
         const char* keys[] = {"static_alloc", "static_shape", "data_indices", "param_indices"};
         const char* vals[] = {"true", "true", data.c_str(), params.c_str()};
-        if (without_gil([&] { return MXCreateCachedOpEx(sym, 4, keys, vals, &s.op); }) != 0) s.op = nullptr;  // keep the executor's
+        CachedOpHandle op = nullptr;
+        if (without_gil([&] { return MXCreateCachedOpEx(sym, 4, keys, vals, &op); }) == 0)  // else the executor's
+          s.op = std::shared_ptr<void>(op, [](void* o) { MXFreeCachedOp(o); });
         MXSymbolFree(sym);
       }
     }
@@ -584,13 +586,12 @@ CachedOpHandle stable_inputs_op(Variant& v, const Executor& exe, const Walk& w, 
       changed = true;
     }
     if (changed && ++s.misses >= kParamMisses) {
-      MXFreeCachedOp(s.op);
-      s.op = nullptr;
+      s.op.reset();  // freed once no launch holds it
       s.held.clear();
     }
   }
   s.last = ins;
-  return s.op ? s.op : exe.op;
+  return s.op;
 }
 
 // One CachedOp launch for the whole fragment (no trace involved). Returns null with no
@@ -648,8 +649,8 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
     AutogradState state(v.recording, v.training);
-    CachedOpHandle op = stable_inputs_op(v, exe, w, ins, outs);
-    if (invoke_cached_op(exe, arrays, op) != 0) return nullptr;  // the statements run in Python and fail there
+    const std::shared_ptr<void> op = stable_inputs_op(v, exe, w, ins, outs);  // null: the executor's
+    if (invoke_cached_op(exe, arrays, op.get()) != 0) return nullptr;  // the statements run in Python and fail there
   }
   ++exe.runs;
   ++R->stats.executions;
@@ -1276,7 +1277,6 @@ py::dict variant_info(FragmentState& F, Variant& v, bool compile_graph) {
 }  // namespace
 
 Variant::~Variant() {
-  if (stable_inputs.op) MXFreeCachedOp(stable_inputs.op);
   for (auto h : constants)
     if (h) MXNDArrayFree(h);
   for (auto h : scratch) MXNDArrayFree(h);

@@ -130,7 +130,9 @@ struct Variant {
   // second direct launch by comparing the arrays with the first launch's; given up for good
   // after kParamMisses launches where one of them changed (MXNet re-binds then: right, slower).
   struct StableInputs {
-    CachedOpHandle op = nullptr;      // the CachedOp with param_indices, or null
+    // The CachedOp with param_indices, or null. Shared: a launch holds it while it waits for
+    // the executor (Executor::run_mu), so another thread dropping it meanwhile frees nothing in use.
+    std::shared_ptr<void> op;
     std::vector<NDArrayHandle> last;  // the inputs of the previous direct launch...
     std::vector<py::object> held;     // ...held (the stable ones after the decision), so that an
                                       // equal handle is the same array, never a freed one reused
