@@ -551,6 +551,24 @@ def test_zero_d_array_np_shape(name, fn):
         assert_same(eager, jitted)
 
 
+def test_trace_recorded_under_np_shape_runs_under_it_after_the_program_turns_it_off():
+    """Numpy shape semantics are per thread and part of what is recorded: a trace runs under its
+    own, even when the flush comes after the program turned them off (a 0-d sum and a zero-size
+    result failed shape inference under the legacy semantics: 'Operator _npi_add_scalar
+    inferring shapes failed', an error eager never raises)."""
+    def fn(x):
+        with mx.util.np_shape(True):
+            s = mx.np.sum(x.as_np_ndarray() * 2)
+            z = mx.np.zeros((0, 3)) + 1
+        return [s.as_nd_ndarray(), z.as_nd_ndarray()]
+
+    with mx.util.np_shape(True):
+        x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    eager, jitted = run_both(fn, x)
+    assert jitted[0].shape == () and jitted[1].shape == (0, 3)
+    assert_same(eager, jitted)
+
+
 # ---------------------------------------------------------------- multi-op chains and the cache
 def chain_mlp(x, w1, b1, w2, b2):
     h = nd.relu(nd.FullyConnected(x, w1, b1, num_hidden=8))

@@ -150,3 +150,52 @@ def test_result_the_owner_lets_go_of_during_another_threads_flush_still_reaches_
     assert "error" not in result, result["error"]
     np.testing.assert_array_equal(result["y"], want_y)
     np.testing.assert_array_equal(result["grad"], want_grad)
+
+
+def test_a_trace_flushed_by_another_thread_runs_under_its_own_numpy_shape_semantics():
+    """Numpy shape semantics are per thread in MXNet. Thread A records under them; thread B,
+    without them, flushes A's trace with nd.waitall(): the trace must run under A's semantics.
+    Before, B's flush failed shape inference on A's zero-size result ('Operator _npi_add_scalar
+    inferring shapes failed', raised in B), an error eager never raises."""
+    recorded, flushed = threading.Event(), threading.Event()
+    out = {}
+
+    def owner():
+        with mx.util.np_shape(True):
+            x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3)).as_np_ndarray()
+            want_s, want_z = mx.np.sum(x * 2).asnumpy(), (mx.np.zeros((0, 3)) + 1).asnumpy()
+            try:
+                with minpy_jit.jit():
+                    s = mx.np.sum(x * 2)  # 0-d
+                    z = mx.np.zeros((0, 3)) + 1  # zero-size
+                    recorded.set()
+                    flushed.wait(10)
+                    got_s, got_z = s.asnumpy(), z.asnumpy()
+                out["owner"] = (got_s.shape == () and np.array_equal(got_s, want_s) and got_z.shape == (0, 3)
+                                and np.array_equal(got_z, want_z), got_s, got_z.shape)
+            except mx.MXNetError as e:
+                out["owner"] = str(e)
+
+    def other():
+        recorded.wait(10)
+        try:
+            nd.waitall()
+            out["other"] = "ok"
+        except mx.MXNetError as e:
+            out["other"] = str(e)
+        flushed.set()
+
+    def foreign_flushes():
+        return sum(n for cause, n in minpy_jit.stats()["flushes"].items() if "(from another thread)" in cause)
+
+    replays, foreign = minpy_jit.stats()["eager_replays"], foreign_flushes()
+    threads = [threading.Thread(target=owner), threading.Thread(target=other)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert out["other"] == "ok", out
+    assert foreign_flushes() > foreign, "the other thread did not flush the owner's trace"
+    assert out["owner"][0] is True, out
+    assert minpy_jit.stats()["eager_replays"] == replays, "the graph was refused and replayed op by op"

@@ -141,6 +141,19 @@ AutogradState::~AutogradState() {
   MXAutogradSetIsTraining(prev_train, &dummy);
 }
 
+NumpyShapeState::NumpyShapeState(bool np) {
+  int cur = 0;
+  MXIsNumpyShape(&cur);  // 0 off, 1 on in this thread, 2 on in every thread
+  if ((cur != 0) == np || cur == 2) return;
+  int dummy = 0;
+  if (MXSetIsNumpyShape(np ? 1 : 0, &dummy) == 0) prev = cur;
+}
+
+NumpyShapeState::~NumpyShapeState() {
+  int dummy = 0;
+  if (prev >= 0) MXSetIsNumpyShape(prev, &dummy);
+}
+
 LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs) {
   LaunchArrays a;
   a.ins.reserve(exe.input_values.size());

@@ -69,6 +69,16 @@ struct AutogradState {
   ~AutogradState();
 };
 
+// Sets MXNet's numpy shape semantics for this thread to a trace's (np_shape) for the lifetime
+// of the guard: they are per thread, and another thread's flush runs this thread's trace (a 0-d
+// or zero-size result fails shape inference under the legacy semantics). A no-op when they are
+// already the trace's, or on (for every thread) by MXNet's global switch.
+struct NumpyShapeState {
+  int prev = -1;  // the state to restore, -1 for nothing changed
+  explicit NumpyShapeState(bool np);
+  ~NumpyShapeState();
+};
+
 // The arrays an executor is run on: the trace's inputs in CachedOp order, the outputs MXNet
 // writes (in-place update results excluded, placeholders included), and the arrays our
 // library ops write in place (Executor::layout_inputs / layout_outputs).

@@ -329,6 +329,7 @@ void launch_in_background(const std::shared_ptr<Executor>& exe, Trace& t, const 
 void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::string& where, bool force_eager,
                bool per_op_autograd = false) {
   ++ts.flush_ordinal;
+  NumpyShapeState shapes(t.np_shape);  // the trace's, whichever thread runs it and whatever it set since
   FlushEvent ev;
   ev.cause = cause;
   ev.where = where;
