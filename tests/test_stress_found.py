@@ -342,3 +342,57 @@ def test_threads_flushing_each_others_traces_at_any_bytecode_equal_eager(tmp_pat
     except subprocess.TimeoutExpired:
         pytest.fail("8 threads flushing each other's traces did not finish in 240 s: a deadlock")
     assert done.returncode == 0 and done.stdout.startswith("ok"), done.stdout + done.stderr[-3000:]
+
+
+def test_threads_training_alike_models_at_one_jit_line_stay_compiled(isolated_runtime):
+    """Recorded static graphs are compiled per thread (66074cd: a backward reads its CachedOp's
+    last forward buffers), so threads training alike models at one `with jit()` line compile one
+    copy each of the same graph. Those copies counted against the site's recompile limit: with
+    more threads than the limit (12 threads, limit 8) the site ran eagerly for every thread.
+    Here 4 threads one after another, limit 2, with MXNet's backward (backward_in_graph=False:
+    each forward is a recorded static graph, as when another thread's flush cut a step): the
+    site stays compiled, each thread equal to eager."""
+    import contextlib
+    import threading
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    def model():
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(8, in_units=4, activation="relu"), gluon.nn.Dense(2, in_units=8))
+        net.initialize(mx.init.Constant(0.1))
+        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+
+    rng = np.random.RandomState(0)
+    X, Y = rng.rand(8, 4).astype(np.float32), rng.randint(0, 2, 8).astype(np.float32)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    def train(scoped, out, k):
+        net, trainer = model()
+        x, y = nd.array(X), nd.array(Y)
+        for _ in range(4):
+            with (minpy_jit.jit() if scoped else contextlib.nullcontext()):  # one site for all threads
+                with autograd.record():
+                    loss = loss_fn(net(x), y)
+                loss.backward()
+                trainer.step(8)
+            loss.wait_to_read()
+        out[k] = [p.data().asnumpy() for p in net.collect_params().values()]
+
+    want = {}
+    train(False, want, 0)
+    old, known = minpy_jit.config(), set(minpy_jit.stats()["sites"])
+    minpy_jit.config(recompile_limit=2, backward_in_graph=False)
+    try:
+        got = {}
+        for k in range(4):
+            t = threading.Thread(target=train, args=(True, got, k))
+            t.start()
+            t.join()
+    finally:
+        minpy_jit.config(recompile_limit=old["recompile_limit"], backward_in_graph=old["backward_in_graph"])
+    sites = {s: v for s, v in minpy_jit.stats()["sites"].items() if s not in known}  # this test's scope
+    assert len(sites) == 1 and not any(v["eager"] for v in sites.values()), sites
+    for k in range(4):
+        for a, b in zip(want[0], got[k]):
+            np.testing.assert_array_equal(a, b)

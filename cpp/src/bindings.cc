@@ -310,6 +310,7 @@ PYBIND11_MODULE(_core, m) {
     R->seen_positions.clear();
     R->backward_built.clear();
     R->reads_not_kept.clear();
+    R->per_thread_graphs.clear();
   });
   m.def("configure", [](py::dict kw) {
     for (auto item : kw) {

@@ -236,10 +236,11 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
 // it), count it against the scope's recompile limit, and log it if asked.
 std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, const std::vector<OutputSpec>& outputs,
                                             const Key128& key, const std::string& cause, const std::string& where,
-                                            bool per_op_autograd, FlushEvent* ev) {
+                                            bool per_op_autograd, bool thread_copy, FlushEvent* ev) {
   const std::string site = ts.sites.empty() ? "" : ts.sites.back();
   ++R->stats.cache_misses;
-  ev->miss_reason = nearest_difference(t, outputs, R->cache.entries(), [](int loc) { return R->sources.str(loc); });
+  ev->miss_reason = thread_copy ? "this thread's own copy of a recorded graph another thread compiled (such graphs are per thread)"
+                                : nearest_difference(t, outputs, R->cache.entries(), [](int loc) { return R->sources.str(loc); });
   LoweredGraph g;
   std::shared_ptr<Executor> exe;
   try {
@@ -272,7 +273,7 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, con
   R->stats.compile_ms += exe->compile_ms;
   ev->compile_ms = exe->compile_ms;
   ev->graph_nodes = exe->num_nodes;
-  if (ts.site) {
+  if (ts.site && !thread_copy) {
     const int here = ++ts.site->compiles_at[ts.flush_ordinal];
     if (here > R->cfg.recompile_limit && !ts.site->eager) {
       ts.site->eager = true;
@@ -363,7 +364,9 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   // A static graph run under record() is one autograd node whose backward reads the buffers
   // of the CachedOp's last forward: another thread running that CachedOp in between would
   // hand this backward its own values. Such graphs are per thread (the trace's owner).
-  if (t.runs_recorded() && !per_op_autograd) key.add(0x7E4D0000ULL + ts.id);
+  const bool per_thread = t.runs_recorded() && !per_op_autograd;
+  const uint64_t thread_free_key = key.a;
+  if (per_thread) key.add(0x7E4D0000ULL + ts.id);
   char keybuf[20];
   snprintf(keybuf, sizeof keybuf, "%016llx", static_cast<unsigned long long>(key.a));
   ev.key = keybuf;
@@ -459,7 +462,9 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
     } else if (exe) {
       ev.miss_reason = "known to run eagerly: " + exe->ir;
     } else {
-      exe = compile_and_cache(ts, t, outputs, key, cause, where, per_op_autograd, &ev);
+      if (R->per_thread_graphs.size() > (1u << 16)) R->per_thread_graphs.clear();  // bounded: new shapes at every step
+      const bool thread_copy = per_thread && !R->per_thread_graphs.insert(thread_free_key).second;
+      exe = compile_and_cache(ts, t, outputs, key, cause, where, per_op_autograd, thread_copy, &ev);
     }
   }
   ev.eager = true;

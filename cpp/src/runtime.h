@@ -150,6 +150,11 @@ struct Runtime {
   // Keys of recorded traces (Trace::peek_key) a read kept open that then ran without a known
   // backward: the forward ran twice for nothing, so a read of such a trace flushes it.
   std::unordered_set<uint64_t> reads_not_kept;
+  // Recorded static graphs are compiled per thread (flush.cc: a backward reads its CachedOp's
+  // last forward buffers): their keys without the thread, compiled by some thread already. A
+  // thread's own copy of such a graph is no new graph for its site's recompile limit (twelve
+  // threads training alike models at one jit() line sent the site eager, 8 being the limit).
+  std::unordered_set<uint64_t> per_thread_graphs;
 };
 
 extern Runtime* R;
