@@ -396,3 +396,67 @@ def test_threads_training_alike_models_at_one_jit_line_stay_compiled(isolated_ru
     for k in range(4):
         for a, b in zip(want[0], got[k]):
             np.testing.assert_array_equal(a, b)
+
+
+def test_threads_missing_on_one_graph_at_once_compile_it_as_one(isolated_runtime):
+    """Compiling runs without the GIL, so threads that start alike training steps together all
+    miss on the same key and compile it at once. Each compile counted against the site's
+    recompile limit (12 threads, limit 8: the site ran eagerly for everyone), and a compile whose
+    retry set of ops without gradient another thread had just grown gave up and cached the
+    step as 'runs eagerly' ('_backward_Activation is non-differentiable'). Here 8 threads start
+    together (a barrier) at one site: it compiles each graph once (its compile count is the
+    number of its graphs in the cache; 66074cd's build counted up to 13 compiles for 3 graphs,
+    one of them cached as 'runs eagerly'), and every thread equals eager."""
+    import contextlib
+    import threading
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    def model():
+        net = gluon.nn.HybridSequential()
+        net.add(gluon.nn.Dense(8, in_units=4, activation="relu"), gluon.nn.Dense(2, in_units=8))
+        net.initialize(mx.init.Constant(0.1))
+        return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+
+    rng = np.random.RandomState(0)
+    X, Y = rng.rand(8, 4).astype(np.float32), rng.randint(0, 2, 8).astype(np.float32)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    threads = 8
+    models = [model() for _ in range(threads + 1)]
+    barrier = threading.Barrier(threads)
+
+    def train(scoped, out, k):
+        net, trainer = models[k]
+        x, y = nd.array(X), nd.array(Y)
+        if scoped:
+            barrier.wait()
+        for _ in range(3):
+            with (minpy_jit.jit() if scoped else contextlib.nullcontext()):  # one site for all threads
+                with autograd.record():
+                    loss = loss_fn(net(x), y)
+                loss.backward()
+                trainer.step(8)
+            loss.wait_to_read()
+        out[k] = [p.data().asnumpy() for p in net.collect_params().values()]
+
+    want = {}
+    train(False, want, threads)
+    minpy_jit.clear_cache()  # every thread misses
+    known = set(minpy_jit.stats()["sites"])
+    minpy_jit.config(recompile_limit=10 ** 6)
+    got = {}
+    workers = [threading.Thread(target=train, args=(True, got, k)) for k in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(120)
+    sites = {s: v for s, v in minpy_jit.stats()["sites"].items() if s not in known}  # this test's scope
+    assert len(sites) == 1, sites
+    site, info = sites.popitem()
+    graphs = [g for g in minpy_jit.graphs() if g["site"] == site]
+    assert info["compiles"] == len(graphs), (info, [(g["key"], g["ir"][:60]) for g in graphs])
+    assert all(not g["ir"].startswith("(runs eagerly") for g in graphs), [g["ir"] for g in graphs]
+    assert sorted(got) == list(range(threads))
+    for k in range(threads):
+        for a, b in zip(want[threads], got[k]):
+            np.testing.assert_array_equal(a, b)

@@ -38,12 +38,16 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
                                   bool per_op_autograd) {
   auto t0 = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
+    // The set this attempt lowers with: another thread's compile may add to the shared one
+    // while this one runs without the GIL, and a refusal naming an op this attempt did not yet
+    // treat as non-differentiable must still retry (it was built as 'runs eagerly' for good).
+    const std::unordered_set<std::string> known_nondiff = *nondiff;
     // In a recorded graph, BlockGrad would turn eager's error for a backward through an op
     // without gradient into zeros: such a segment runs op by op (later calls run eagerly).
     for (size_t i = 0; i < trace.nodes.size(); ++i)
-      if (trace.recorded_node(i) && nondiff->count(trace.nodes[i].op->name))
+      if (trace.recorded_node(i) && known_nondiff.count(trace.nodes[i].op->name))
         throw MXError("operator " + trace.nodes[i].op->name + " has no gradient: recorded ops replayed one by one");
-    LoweredGraph g = lower(trace, outputs, *nondiff, fuse);
+    LoweredGraph g = lower(trace, outputs, known_nondiff, fuse);
     SymbolHandle sym = nullptr;
     MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(g.json.c_str(), &sym); }));
     const char* keys[] = {"static_alloc", "static_shape"};
@@ -59,7 +63,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
       std::string msg = MXGetLastError();
       MXSymbolFree(sym);
       std::string bad = nondiff_op_in(msg);
-      if (!bad.empty() && !nondiff->count(bad) && attempt < 64) {
+      if (!bad.empty() && !known_nondiff.count(bad) && attempt < 64) {
         nondiff->insert(bad);
         continue;
       }

@@ -254,6 +254,15 @@ std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, con
     exe = std::make_shared<Executor>();
     exe->ir = "(runs eagerly: " + first_line(e.what()) + ")";
   }
+  // Compiling runs without the GIL: threads that missed on one key at once each compiled it.
+  // The first one's executor is the graph; a later copy is no new graph for the site's limit.
+  if (std::shared_ptr<Executor> first = R->cache.find(key)) {
+    if (first->op || !exe->op) {
+      ev->miss_reason += " | compiled by another thread meanwhile";
+      return first;
+    }
+    thread_copy = true;  // the other thread's compile failed, this one's worked: keep this one
+  }
   exe->key = key;
   exe->site = site;
   exe->steps = steps_of(t);
