@@ -283,7 +283,7 @@ def breakdown(name, fn, calls=100):
         print("      %-40s %8.3f ms" % (op[:40], ms))
 
 
-def thread_split(name, fn, calls=100):
+def thread_split(fn, calls=100):
     """Per call: wall, process CPU, and the Python thread's CPU (time.thread_time) of `calls` calls."""
     for _ in range(5):
         fn()
@@ -338,16 +338,16 @@ def main():
         trows = []
         for r in measured:
             k = r["scale"]
-            split = {m: thread_split(m, r["fns"][m], calls=100 if k >= 1e3 else 1000)
+            split = {m: thread_split(r["fns"][m], calls=100 if k >= 1e3 else 1000)
                      for m in ("eager", "hybrid", "jit", "function")}
             for m, (wall, cpu, py) in split.items():
                 trows.append([r["workload"].split()[0], m, "%.3f" % (wall * k), "%.3f" % (cpu * k), "%.3f" % (py * k),
                               "%.3f" % ((cpu - py) * k), "%.3f" % (max(py, cpu - py) * k)])
             jw, jc, jp = split["jit"]
-            fw_, fc, fp = split["function"]
-            trows.append([r["workload"].split()[0], "jit/function", "%.2fx" % (jw / fw_), "%.2fx" % (jc / fc), "", "",
+            fw, fc, _ = split["function"]
+            trows.append([r["workload"].split()[0], "jit/function", "%.2fx" % (jw / fw), "%.2fx" % (jc / fc), "", "",
                           "%.2fx" % (max(jp, jc - jp) / fc)])
-        timing.table(trows, ["workload", "mode", "wall (%s)" % "unit", "cpu", "python", "rest", "bound"])
+        timing.table(trows, ["workload", "mode", "wall", "cpu", "python", "rest", "bound"])
     if not only or "guards" in only:
         g = bench_guards()
         print()

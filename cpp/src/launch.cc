@@ -100,7 +100,7 @@ void drain_launches(bool report) {
   // launcher thread itself: every earlier job is done, and the current one is ours.
   if (on_launcher_thread) return;
   Launcher& l = launcher();
-  const uint64_t mine = me().id;
+  const uint64_t mine = recording_thread_id();
   {
     std::lock_guard<std::mutex> lock(l.mu);
     if (l.in_flight == 0 && l.retired.empty() && !l.failures.count(mine)) return;
@@ -125,10 +125,11 @@ void drain_launches(bool report) {
                   failure);
 }
 
-size_t launches_unsettled() {
+size_t launches_unsettled() {  // asked before every MXNet call while the hooks are in: cheap
   Launcher& l = launcher();
-  const uint64_t mine = on_launcher_thread ? 0 : me().id;
   std::lock_guard<std::mutex> lock(l.mu);
+  if (l.failures.empty() || on_launcher_thread) return l.in_flight;
+  const uint64_t mine = recording_thread_id();
   return l.in_flight + (mine && l.failures.count(mine) ? 1 : 0);
 }
 

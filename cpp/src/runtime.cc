@@ -36,4 +36,6 @@ ThreadState& me() {
   return *tls.st;
 }
 
+uint64_t recording_thread_id() { return tls.st ? tls.st->id : 0; }
+
 }  // namespace minpy

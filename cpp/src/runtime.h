@@ -159,6 +159,10 @@ struct Runtime {
 
 extern Runtime* R;
 ThreadState& me();
+// This thread's ThreadState::id, or 0 if it has none (it never recorded, queued or flushed
+// anything): unlike me(), registers no state for a thread that only asks (MXNet's own threads,
+// eager code running while the hooks are in).
+uint64_t recording_thread_id();
 
 // Fast path for handle_of: read NDArrayBase's `handle` slot and the pointer inside the
 // ctypes c_void_p directly (CDataObject: PyObject_HEAD, then char* b_ptr).

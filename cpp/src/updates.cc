@@ -212,18 +212,24 @@ bool update_arrays_in_cpu_memory_fit(const UpdateOp& u, const std::vector<const 
   return true;
 }
 
-bool direct_update_of(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights, DirectUpdate* d) {
-  if (u.ours || !per_weight_values(u, attrs, num_weights, &d->lrs, &d->wds)) return false;
+// The kernel of `u` and the attributes its weights share, into a direct update. `lifted`:
+// without rescale_grad (the caller adds it).
+void set_direct_kernel(const UpdateOp& u, const std::vector<Attr>& attrs, bool lifted, DirectUpdate* d) {
   d->kernel = u.kernel;
   d->stride = u.stride;
   d->mp = u.mp;
-  for (auto& a : shared_attrs(u, attrs, false)) {
+  for (auto& a : shared_attrs(u, attrs, lifted)) {
     // keys from u.shared or "formula": static strings, as DirectUpdate wants
     const char* key = "formula";
     for (const char* k : u.shared)
       if (a.key == k) key = k;
     d->attrs.push_back({key, std::move(a.val)});
   }
+}
+
+bool direct_update_of(const UpdateOp& u, const std::vector<Attr>& attrs, size_t num_weights, DirectUpdate* d) {
+  if (u.ours || !per_weight_values(u, attrs, num_weights, &d->lrs, &d->wds)) return false;
+  set_direct_kernel(u, attrs, false, d);
   return true;
 }
 
@@ -330,16 +336,7 @@ bool trace_as_direct_update(const Trace& t, const std::vector<OutputSpec>& outpu
     }
   }
   if (!goes_to.empty() || d->sizes.empty()) return false;  // another result is live
-  d->kernel = u0->kernel;
-  d->stride = u0->stride;
-  d->mp = u0->mp;
-  const Node& first = t.nodes[0];
-  for (auto& a : shared_attrs(*u0, first.attrs, true)) {
-    const char* key = "formula";  // keys from u.shared or "formula": static strings, as DirectUpdate wants
-    for (const char* k : u0->shared)
-      if (a.key == k) key = k;
-    d->attrs.push_back({key, std::move(a.val)});
-  }
+  set_direct_kernel(*u0, t.nodes[0].attrs, true, d);
   d->attrs.push_back({"rescale_grad", exact_float(rescale)});
   return true;
 }
