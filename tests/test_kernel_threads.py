@@ -1,10 +1,12 @@
 """Our kernels on several threads (cpp/kernels/parallel.h): a call with enough work splits its
-elements over OpenMP threads, and the split changes no bit.
+elements over our helper threads (parallel.h), and the split changes no bit.
 
 * Multi-tensor updates above the threshold: per-weight update ops under jit() (one kernel call
   per step) against eager MXNet, and each kernel called directly (float16 multi_precision forms
   too) against MXNet's op per weight, bit for bit; the kernel ran on several threads exactly
   when the process allows more than one (minpy_jit.kernel_threads()).
+* The gradient sum of a backward() inside our graph (grad_sum.cc) over two threads, against
+  eager autograd's, for float32, float64 and float16.
 * A call whose arrays overlap across weights (a gradient that is another weight, or a view of
   it) runs on one thread, in weight order, as MXNet's ops one after the other do.
 * Thread settings: OMP_NUM_THREADS=1 gives one thread, MXNET_OMP_MAX_THREADS sets the limit
@@ -195,3 +197,25 @@ def test_concurrent_calls_share_the_helpers():
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["bad"] == [], got
     assert got["max_threads"] == 2 and got["parallel_calls"] > 0, got
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_gradient_sum_over_threads_equals_eager(dtype):
+    """A backward() run inside our graph sums the gradients of a value that feeds two ops with
+    our elemwise_sum (grad_sum.cc). At 90,300 elements times two it splits over threads; the
+    split must change no bit of x.grad against eager autograd's ElementWiseSum."""
+    x0 = arr(rand(300, 301, seed=3)).astype(dtype)
+    t0 = arr(rand(301, 300, seed=4)).astype(dtype)
+
+    def step(x, t):
+        x.attach_grad()
+        with mx.autograd.record():
+            # x feeds two ops that are not fused with each other: transpose and a row sum
+            loss = (nd.transpose(x) * t).sum() + (nd.sum(x, axis=1) * 0.5).sum()
+        loss.backward()
+        return x.grad
+
+    before = parallel_calls()
+    both = run_both(step, x0, t0)
+    assert_bits([both.eager], [both.jitted], "x.grad")
+    expect_threads(before)

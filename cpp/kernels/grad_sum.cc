@@ -14,6 +14,7 @@
 #include "mxnet/lib_api.h"
 
 #include "attrs.h"
+#include "parallel.h"
 #include "update_rules.h"
 
 using namespace mxnet::ext;
@@ -59,28 +60,37 @@ MXReturnValue infer_shape(const AttrMap&, std::vector<std::vector<unsigned int>>
   return MX_SUCCESS;
 }
 
-template <typename T>
-void sum(std::vector<MXTensor>& in, MXTensor& out) {
+// A thread needs this many elements (times inputs) to pay for waking it: the sum is one
+// memory-bound pass per input like a multi-tensor update, whose threshold this is
+// (multi_update.cc kMinElemsPerThread; measured for the sum: benchmarks/kernel_threads.py).
+constexpr int64_t kMinElemsPerThread = int64_t(1) << 16;
+// Elements a thread takes at a time: each input's chunk stays in L2 while it is added.
+constexpr int64_t kChunk = int64_t(1) << 14;
+
+// out = in[0] + in[1] + ... element by element, on up to two threads. Each element is summed
+// left to right by the same code whichever thread runs it, so the split never changes a bit.
+// `out` may be an input's memory only if it is in[0]'s (copied first, element by element).
+template <typename T, typename Add>
+void sum(std::vector<MXTensor>& in, MXTensor& out, Add add) {
   const int64_t n = out.size();
-  T* o = out.data<T>();
-  const T* a = in[0].data<T>();
-  for (int64_t i = 0; i < n; ++i) o[i] = a[i];  // `out` may be an input's memory only if it is in[0]'s
-  for (size_t k = 1; k < in.size(); ++k) {
-    const T* b = in[k].data<T>();
-    for (int64_t i = 0; i < n; ++i) o[i] = o[i] + b[i];
-  }
+  T* o = static_cast<T*>(out.data_ptr);
+  std::vector<const T*> src;
+  for (const MXTensor& t : in) src.push_back(static_cast<const T*>(t.data_ptr));
+  const int threads = threads_for_work(n * static_cast<int64_t>(src.size()), kMinElemsPerThread);
+  parallel_chunks(n, kChunk, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = src[0][i];
+    for (size_t k = 1; k < src.size(); ++k) {
+      const T* b = src[k];
+      for (int64_t i = begin; i < end; ++i) o[i] = add(o[i], b[i]);
+    }
+  });
 }
 
-void sum_half(std::vector<MXTensor>& in, MXTensor& out) {
-  const int64_t n = out.size();
-  auto* o = static_cast<uint16_t*>(out.data_ptr);
-  const auto* a = static_cast<const uint16_t*>(in[0].data_ptr);
-  for (int64_t i = 0; i < n; ++i) o[i] = a[i];
-  for (size_t k = 1; k < in.size(); ++k) {
-    const auto* b = static_cast<const uint16_t*>(in[k].data_ptr);
-    for (int64_t i = 0; i < n; ++i) o[i] = float_to_half(half_to_float(o[i]) + half_to_float(b[i]));
-  }
-}
+template <typename T>
+T plus(T a, T b) { return a + b; }
+
+// float16 as bits, rounded after every addition as mshadow's half_t arithmetic does.
+uint16_t plus_half(uint16_t a, uint16_t b) { return float_to_half(half_to_float(a) + half_to_float(b)); }
 
 MXReturnValue forward(const AttrMap&, std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs,
                       const OpResource&) {
@@ -91,9 +101,9 @@ MXReturnValue forward(const AttrMap&, std::vector<MXTensor>* inputs, std::vector
       return MX_FAIL;
     }
   switch (out.dtype) {
-    case kFloat32: sum<float>(*inputs, out); break;
-    case kFloat64: sum<double>(*inputs, out); break;
-    case kFloat16: sum_half(*inputs, out); break;
+    case kFloat32: sum<float>(*inputs, out, plus<float>); break;
+    case kFloat64: sum<double>(*inputs, out, plus<double>); break;
+    case kFloat16: sum<uint16_t>(*inputs, out, plus_half); break;
     default:
       MX_ERROR_MSG << "elemwise_sum: float32, float64 or float16 only";
       return MX_FAIL;
