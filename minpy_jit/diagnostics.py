@@ -69,6 +69,11 @@ def config(**options):
     direct_updates: a Trainer update with nothing recorded before it is pushed to MXNet's
           engine as one operation running our kernel, not recorded as a graph (default
           True; False records it, for comparison: the same results, bit for bit)
+    stable_params: inputs of a compiled graph that are the same arrays run after run (weights,
+          a fixed batch) are bound as parameters of the graph, as a hybridized block binds its
+          weights, so MXNet sets up the operators reading them once (default True; MXNet
+          checks the arrays at every run and binds again when they changed; a graph whose
+          parameters keep changing gives it up; False: every input passed per run)
     reads_keep_recorded: a read (asnumpy, wait_to_read, waitall) of a pure recorded forward
           before its backward() runs a copy of it without autograd and keeps the trace open, so
           the backward still sees the whole forward, fused (default True; False flushes it,

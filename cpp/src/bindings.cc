@@ -214,6 +214,10 @@ py::list graphs() {
     d["ir"] = e->ir;
     d["json"] = e->json;
     d["nodes"] = e->num_nodes;
+    {
+      std::lock_guard<std::mutex> lock(e->run_mu);  // Executor::params is the runs' state
+      d["param_inputs"] = e->params.op ? std::count(e->params.stable.begin(), e->params.stable.end(), 1) : 0;
+    }
     d["runs"] = e->runs;
     d["compile_ms"] = e->compile_ms;
     d["site"] = e->site;
@@ -323,6 +327,7 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "whole_step") R->cfg.whole_step = v.cast<bool>();
       else if (k == "reads_keep_recorded") R->cfg.reads_keep_recorded = v.cast<bool>();
       else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
+      else if (k == "stable_params") R->cfg.stable_params = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -346,6 +351,7 @@ PYBIND11_MODULE(_core, m) {
     d["whole_step"] = R->cfg.whole_step;
     d["reads_keep_recorded"] = R->cfg.reads_keep_recorded;
     d["direct_updates"] = R->cfg.direct_updates;
+    d["stable_params"] = R->cfg.stable_params;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

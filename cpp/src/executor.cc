@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <unordered_set>
@@ -9,6 +10,7 @@
 #include "backward.h"
 #include "mxapi.h"
 #include "nogil.h"
+#include "runtime.h"
 
 namespace minpy {
 
@@ -175,6 +177,7 @@ LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::v
   a.outs.insert(a.outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   for (int p : exe.layout_inputs) a.ours_write.push_back(a.ins[p]);
   for (int o : exe.layout_outputs) a.ours_write.push_back(outputs[o].handle);
+  a.stable_params = R->cfg.stable_params;
   return a;
 }
 
@@ -249,6 +252,73 @@ void push_default_layout(const std::vector<NDArrayHandle>& arrays, bool separate
 
 }  // namespace
 
+namespace {
+
+constexpr int kParamMisses = 4;
+
+// The CachedOp this run of `exe` uses: its parameter CachedOp (Executor::StableParams), or null
+// for its own. Called under exe.run_mu, without the GIL.
+CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
+  Executor::StableParams& s = exe.params;
+  if (s.decided && !s.op) return nullptr;
+  bool recording = false;
+  MXAutogradIsRecording(&recording);
+  if (exe.per_op_autograd || recording || !exe.layout_inputs.empty() || !exe.placeholders.empty()) return nullptr;
+  const std::vector<NDArrayHandle>& ins = a.ins;
+  auto same = [&](size_t i) { return ins[i] == s.last[i] && chunk_ref(ins[i]) == s.chunks[i]; };
+  if (!s.decided && ++s.runs >= 2 && s.last.size() == ins.size()) {
+    s.decided = true;
+    s.stable.assign(ins.size(), 0);
+    std::string params = "[", data = "[";
+    int num_params = 0;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const bool written = std::find(a.outs.begin(), a.outs.end(), ins[i]) != a.outs.end();
+      s.stable[i] = same(i) && !written;
+      std::string& list = s.stable[i] ? params : data;
+      if (list.size() > 1) list += ',';
+      list += std::to_string(i);
+      num_params += s.stable[i];
+      if (!s.stable[i]) s.chunks[i].reset();
+    }
+    params += ']';
+    data += ']';
+    SymbolHandle sym = nullptr;
+    if (num_params > 0 && MXSymbolCreateFromJSON(exe.json.c_str(), &sym) == 0) {
+      const char* keys[] = {"static_alloc", "static_shape", "data_indices", "param_indices"};
+      const char* vals[] = {"true", "true", data.c_str(), params.c_str()};
+      CachedOpHandle op = nullptr;
+      if (MXCreateCachedOpEx(sym, 4, keys, vals, &op) == 0)  // else the executor's own
+        s.op = std::shared_ptr<void>(op, [](void* o) { MXFreeCachedOp(o); });
+      MXSymbolFree(sym);
+    }
+    if (!s.op) {
+      s.last.clear();
+      s.chunks.clear();
+      return nullptr;
+    }
+  } else if (!s.decided) {  // the first run: remember every input
+    s.chunks.clear();
+    for (NDArrayHandle h : ins) s.chunks.push_back(chunk_ref(h));
+  } else {
+    bool changed = false;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (!s.stable[i] || same(i)) continue;
+      s.chunks[i] = chunk_ref(ins[i]);
+      changed = true;
+    }
+    if (changed && ++s.misses >= kParamMisses) {  // MXNet binds again each time: give up
+      s.op.reset();
+      s.last.clear();
+      s.chunks.clear();
+      return nullptr;
+    }
+  }
+  s.last = ins;
+  return s.op.get();
+}
+
+}  // namespace
+
 int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
   int nout = static_cast<int>(a.outs.size());
   NDArrayHandle* outp = a.outs.data();
@@ -256,6 +326,7 @@ int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
   return without_gil([&] {  // a graph holding a Custom op runs it under MXNet's custom-op lock
     std::lock_guard<std::mutex> one_run(exe.run_mu);  // waited for without the GIL: a run may need it
     push_default_layout(a.ours_write);
+    if (!op && a.stable_params) op = stable_params_op(exe, a);
     return MXInvokeCachedOpEx(op ? op : exe.op, static_cast<int>(a.ins.size()), a.ins.data(), &nout, &outp, &stypes);
   });
 }

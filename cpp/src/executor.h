@@ -49,6 +49,27 @@ struct Executor {
   // (seen: tests/stress/threads.py hung, threads with the same model sharing executors), or
   // one run's last ops could read buffers the other's first ops had written.
   mutable std::mutex run_mu;
+  // Inputs that are the same arrays run after run (a model's weights, a fixed batch, the
+  // inputs of a loop's segments) are declared parameters of a second CachedOp of the graph
+  // (`param_indices`, as a hybridized Gluon block declares its weights): MXNet then binds the
+  // operators reading only such inputs and internal values once and runs them in engine bulks,
+  // instead of pushing each as a new engine operation every run. MXNet checks each parameter
+  // against the array it was bound to at every run (NDArray::IsSame) and binds again when it
+  // changed, so a wrong guess costs time, never a value. Decided at the executor's second run
+  // by comparing the arrays with the first run's; given up after kParamMisses runs in which a
+  // parameter changed (threads or models taking turns on one graph). Not for runs under
+  // record() or per-op autograd, nor for inputs the graph writes (outputs, in-place updates).
+  // Guarded by run_mu (see invoke_cached_op).
+  struct StableParams {
+    std::shared_ptr<void> op;  // the CachedOp with param_indices, null before or without one
+    std::vector<NDArrayHandle> last;  // the previous run's inputs...
+    std::vector<std::shared_ptr<const void>> chunks;  // ...and their storage, kept alive so that an
+                                                      // equal pointer is the same storage
+    std::vector<char> stable;  // per input: declared a parameter
+    int runs = 0, misses = 0;
+    bool decided = false;
+  };
+  mutable StableParams params;
   ~Executor();
 };
 
@@ -84,11 +105,13 @@ struct NumpyShapeState {
 // library ops write in place (Executor::layout_inputs / layout_outputs).
 struct LaunchArrays {
   std::vector<NDArrayHandle> ins, outs, ours_write;
+  bool stable_params = false;  // run with Executor::params when they apply (Config::stable_params)
 };
 LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 
 // Hands MXNet one run of an executor (its results written into `outs`); MXNet's return code.
-// `op`: another CachedOp of the same graph to run instead (see fragment.cc, stable inputs).
+// `op`: another CachedOp of the same graph to run instead (see fragment.cc, stable inputs);
+// without one, the executor's parameter CachedOp when `arrays.stable_params` (Executor::params).
 int invoke_cached_op(const Executor& exe, LaunchArrays& arrays, CachedOpHandle op = nullptr);
 
 // Runs an executor on the trace's arrays under the trace's autograd state.

@@ -42,6 +42,7 @@ struct Config {
   // sees the whole forward, fused, instead of ops already recorded one by one.
   bool reads_keep_recorded = true;
   bool direct_updates = true;  // launch a Trainer update with nothing recorded before it directly (update_launch.h)
+  bool stable_params = true;  // bind inputs that stay the same arrays as parameters of the graph (Executor::params)
 };
 
 struct Site;
