@@ -289,6 +289,18 @@ CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
       CachedOpHandle op = nullptr;
       if (MXCreateCachedOpEx(sym, 4, keys, vals, &op) == 0)  // else the executor's own
         s.op = std::shared_ptr<void>(op, [](void* o) { MXFreeCachedOp(o); });
+      // The executor's own CachedOp ran once and holds a set of intermediate buffers that the
+      // parameter CachedOp allocates again: it is swapped for a fresh one, which allocates only
+      // if a run falls back to it (binding given up), so an executor keeps one set. Freeing it
+      // while its last run's engine ops are pending is safe: MXNet frees arrays after them.
+      const char* plain_keys[] = {"static_alloc", "static_shape"};
+      const char* plain_vals[] = {"true", "true"};
+      CachedOpHandle fresh = nullptr;
+      if (s.op && MXCreateCachedOpEx(sym, 2, plain_keys, plain_vals, &fresh) == 0) {
+        CachedOpHandle used = exe.op;
+        exe.op = fresh;
+        MXFreeCachedOp(used);
+      }
       MXSymbolFree(sym);
     }
     if (!s.op) {

@@ -19,7 +19,8 @@
 namespace minpy {
 
 struct Executor {
-  CachedOpHandle op = nullptr;
+  // Replaced (under run_mu) when the executor binds stable inputs: see StableParams.
+  mutable CachedOpHandle op = nullptr;
   std::vector<int> input_values;  // value id feeding each CachedOp input, in CachedOp order
   int num_outputs = 0;
   int num_nodes = 0;
@@ -59,7 +60,8 @@ struct Executor {
   // by comparing the arrays with the first run's; given up after kParamMisses runs in which a
   // parameter changed (threads or models taking turns on one graph). Not for runs under
   // record() or per-op autograd, nor for inputs the graph writes (outputs, in-place updates).
-  // Guarded by run_mu (see invoke_cached_op).
+  // The executor's own CachedOp is then swapped for a fresh one that has not run (no buffers):
+  // one set of intermediate buffers per executor. Guarded by run_mu (see invoke_cached_op).
   struct StableParams {
     std::shared_ptr<void> op;  // the CachedOp with param_indices, null before or without one
     std::vector<NDArrayHandle> last;  // the previous run's inputs...
