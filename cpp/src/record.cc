@@ -1,6 +1,7 @@
 // The interceptor: one MXNet op call becomes trace nodes. MXNet calls it in
 // place of _imperative_invoke for every op while a jit() scope is open.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,8 +45,17 @@ bool numpy_sampler(const std::string& n) {
 }
 
 OpInfo& op_info(AtomicSymbolCreator creator) {
+  // Asked on every recorded call: a direct-mapped memo in front of the map (an OpInfo is
+  // never freed, so a stale slot only misses).
+  static std::atomic<OpInfo*> memo[128];
+  std::atomic<OpInfo*>& m = memo[(reinterpret_cast<uintptr_t>(creator) >> 4) & 127];
+  OpInfo* known = m.load(std::memory_order_relaxed);
+  if (known && known->creator == creator) return *known;
   auto it = R->ops.find(creator);
-  if (it != R->ops.end()) return *it->second;
+  if (it != R->ops.end()) {
+    m.store(it->second.get(), std::memory_order_relaxed);
+    return *it->second;
+  }
   auto info = std::make_unique<OpInfo>();
   info->creator = creator;
   info->name = op_name_of(creator);
@@ -75,6 +85,12 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
   info->ours = n.rfind("_minpy_", 0) == 0;
   info->zero_grad_inputs = zero_gradient_inputs(n);
   info->mode_independent = runs_alike_in_both_modes(*info);
+  info->copyto = n == "_copyto";
+  info->rnn = n == "RNN";
+  info->activation = n == "Activation";
+  info->batch_norm = is_batch_norm(n);
+  info->batch_norm_data = n == "BatchNorm" || n == "_npx_batch_norm";
+  for (int i = 0; i < 4 && !info->view_inputs_can_fail; ++i) info->view_inputs_can_fail = view_input_can_fail(n, i);
   return *(R->ops[creator] = std::move(info));
 }
 
@@ -305,7 +321,16 @@ bool attr_is_hot(ThreadState& ts, const OpInfo& op, const char* attr, uint64_t a
   // Other ops (never under record(): see record_call) by their position in the trace.
   uint64_t site = mix64(ts.site_hash ^ op.hash ^ attr_salt);
   if (!op.update) site = mix64(site ^ ts.trace.user_ops_hash);
-  auto& s = R->scalar_sites[site];
+  // Asked for every scalar op: a direct-mapped memo in front of the map, whose entries are
+  // never erased (the GIL is held: no other thread is in here).
+  struct Memo {
+    uint64_t site = 0;
+    Runtime::ScalarSite* s = nullptr;
+  };
+  static Memo memo[256];
+  Memo& m = memo[(site ^ (site >> 32)) & 255];
+  if (!m.s || m.site != site) m = Memo{site, &R->scalar_sites[site]};
+  auto& s = *m.s;
   if (s.hot) return true;
   auto see = [&](const std::string& v) {
     if (s.first.empty()) s.first = v;
@@ -769,13 +794,13 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // state, and a compiled graph keeps that state from run to run: a later run with other
   // weights (the next evaluation after more training) gave the first run's results. Eager MXNet
   // makes a state per call. MXNet's op runs it, as eagerly.
-  if (op.name == "RNN" && !train) return fallback(args, op, "outside training its state keeps its first weights");
+  if (op.rnn && !train) return fallback(args, op, "outside training its state keeps its first weights");
 
   // BatchNorm with fix_gamma (its default) writes ones into its gamma input when it runs, a write
   // its signature does not declare: recorded below as gamma <- ones_like(gamma). Under record()
   // that write would make gamma the output of a recorded op (eager's autograd never sees it): eager.
   bool writes_ones_into_gamma = false;
-  if (is_batch_norm(op.name) && nin > 1) {
+  if (op.batch_norm && nin > 1) {
     writes_ones_into_gamma = true;
     for (const Attr& a : attrs)
       if (a.key == "fix_gamma") writes_ones_into_gamma = !(a.val == "False" || a.val == "false" || a.val == "0");
@@ -847,16 +872,17 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // whenever the copy had not run yet (README, Errors).
   auto a_view = [](NDArrayHandle h) { return !view_peek_works() || is_view(h); };
   std::vector<PyObject*> copy_targets;
-  if (op.name == "_copyto" && nin == 1) {
+  if (op.copyto && nin == 1) {
     copy_targets = out_arrays(out);
     for (PyObject* o : copy_targets) {
       const AVal target = is_ndarray(o) ? aval_of(handle_of(o)) : *in_avals[0];
       if (target.dev_type != in_avals[0]->dev_type || target.dev_id != in_avals[0]->dev_id) copy_targets.clear();
     }
   }
-  const bool copy_here = op.name != "_copyto" || (nin == 1 && !copy_targets.empty());
+  const bool copy_here = !op.copyto || (nin == 1 && !copy_targets.empty());
   for (Py_ssize_t i = 0; i < nin && copy_here; ++i)
-    if (t.values[in[i]].node < 0 && in_avals[i]->dev_type != kGPU && view_input_can_fail(op.name, static_cast<int>(i)) &&
+    if (op.view_inputs_can_fail && t.values[in[i]].node < 0 && in_avals[i]->dev_type != kGPU &&
+        view_input_can_fail(op.name, static_cast<int>(i)) &&
         a_view(handle_of(in_objs[i])))
       return fallback_that_can_fail(args, op, "reads a view (MXNet's op fails on a view of a oneDNN-layout array)");
   for (PyObject* o : copy_targets)
@@ -868,7 +894,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   // grad_req='add' variable it reads instead of adding into it (unless MXNet sums several
   // contributions first). The _copy and Cast we record add: run it eagerly, so that MXNet's own
   // backward sees the same node as eager's.
-  if (op.name == "_copyto" && nin == 1 && t.runs_recorded() && autograd_peek_works()) {
+  if (op.copyto && nin == 1 && t.runs_recorded() && autograd_peek_works()) {
     int req = 0;
     if (autograd_role(handle_of(in_objs[0]), &req) == AutogradRole::kVariable && req == 3 /* kAddTo */)
       return fallback(args, op, "its eager backward overwrites a grad_req='add' gradient");
@@ -885,7 +911,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
     return fallback_that_can_fail(args, op, "fix_gamma writes ones into a gamma of more than one axis");
 
   // CopyFromTo (`copyto`, `x[:] = y`) has no graph form; within one context it is _copy or Cast.
-  if (op.name == "_copyto" && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
+  if (op.copyto && nin == 1 && out != Py_None && PyObject_HasAttrString(out, "handle")) {
     NDArrayHandle h = t.canonical(handle_of(out));
     auto it = t.slots.find(h);
     AVal target = it != t.slots.end() ? t.values[it->second.value].aval : aval_of(h);
@@ -929,7 +955,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   }
   if (op.no_symbolic_form && !ours) return fallback(args, op, "no symbolic form in MXNet 1.9.1");
   if (!ours && ((op.fail_rule != FailRule::kNever && call_can_fail(op.fail_rule, in_avals, attrs)) ||
-                (!in.empty() && batch_norm_backward_can_fail(t, op.name, in[0])))) {
+                (op.batch_norm_data && !in.empty() && batch_norm_backward_can_fail(t, op.name, in[0])))) {
     if (errors_are_synchronous()) return fallback(args, op, "fails where it is called (NaiveEngine)");
     ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
   }
@@ -1018,11 +1044,12 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   for (int mi : sig->mutable_inputs)
     if (mi < nin && t.values[in[mi]].node >= 0) return flush_and_retry(ts, op, args);
 
-  const bool onednn_concat = (op.fail_rule == FailRule::kAnyInputOver6AxesOnCpu || op.name == "Activation") &&
+  const bool onednn_concat = (op.fail_rule == FailRule::kAnyInputOver6AxesOnCpu || op.activation) &&
                              makes_onednn_concat_result(t, op.name, attrs, in);
   int first = append_node(ts, node_op, std::move(attrs), attr_hash, in, *sig);
   t.note_user_op(op.hash);
   std::vector<int> outs;
+  outs.reserve(sig->outs.size());
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
   if (writes_ones_into_gamma) {
     TraceEmitter em(ts);

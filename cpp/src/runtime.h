@@ -9,6 +9,7 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -119,6 +120,31 @@ struct LazyPool {
   }
 };
 
+// A set of trace positions asked on every recorded op (append_node): a direct-mapped memo of
+// positions found in it answers most asks without the hash set's lookup (a division by its
+// prime bucket count). The memo only holds members, and clear() empties it too.
+class PositionSet {
+ public:
+  bool count(uint64_t p) const {
+    std::atomic<uint64_t>& m = memo_[(p ^ (p >> 29)) & (kMemo - 1)];
+    if (p != 0 && m.load(std::memory_order_relaxed) == p) return true;
+    if (!set_.count(p)) return false;
+    m.store(p, std::memory_order_relaxed);
+    return true;
+  }
+  void insert(uint64_t p) { set_.insert(p); }
+  size_t size() const { return set_.size(); }
+  void clear() {
+    set_.clear();
+    for (auto& m : memo_) m.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr size_t kMemo = 1024;
+  std::unordered_set<uint64_t> set_;
+  mutable std::atomic<uint64_t> memo_[kMemo] = {};
+};
+
 struct Runtime {
   py::object orig_invoke, ndarray_cls, np_ndarray_cls, void_p, error_cls, log_fn;
   std::unordered_map<AtomicSymbolCreator, std::unique_ptr<OpInfo>> ops;
@@ -135,7 +161,7 @@ struct Runtime {
   std::unordered_map<uint64_t, ScalarSite> scalar_sites;  // see rewrite.h for the lifting rule
   // Trace positions (Node::position) already compiled: recording there again needs no source
   // line, since the graph printout and miss explanations only ever show new positions.
-  std::unordered_set<uint64_t> seen_positions;
+  PositionSet seen_positions;
   // Trace positions of backward nodes (Node::position) whose forward and gradient were built
   // and run as one graph: only such a backward() leaves its trace open (backward.cc), so that
   // an error MXNet's backward raises when called (an op without gradient) is raised there.

@@ -60,6 +60,7 @@ int Trace::add_node(const OpInfo* op, std::vector<Attr>&& attrs, uint64_t attr_h
   int node_id = static_cast<int>(nodes.size());
   int first = static_cast<int>(values.size());
   n.content = mix64(op->hash ^ mix64(attr_hash));
+  n.out.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     n.content = mix64(n.content ^ hash_aval(outs[i]));
     Value v;

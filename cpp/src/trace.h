@@ -61,6 +61,13 @@ struct OpInfo {
   bool sparse_output = false;     // produces sparse storage (cast_storage: only for stype != default)
   bool expands = false;           // multi_sgd_*: recorded as per-weight updates or our kernel
   bool ours = false;              // one of our library ops (_minpy_*, cpp/kernels/)
+  // Names record_call tests on every call, compared once here (record.cc op_info):
+  bool copyto = false;             // _copyto (copyto, astype, x[:] = y, as_in_context)
+  bool rnn = false;                // RNN
+  bool activation = false;         // Activation
+  bool batch_norm = false;         // is_batch_norm: writes ones into gamma under fix_gamma
+  bool batch_norm_data = false;    // BatchNorm, _npx_batch_norm (batch_norm_backward_can_fail)
+  bool view_inputs_can_fail = false;  // some input may fail as a view (view_input_can_fail)
 };
 
 struct Attr {
