@@ -431,8 +431,61 @@ void mark_in_graph(Trace& t, PyObject* ndargs, PyObject* out) {
     }
 }
 
-// _imperative_invoke(handle, ndargs, keys, vals, out, is_np_op, output_is_list)
-py::object record_call(ThreadState& ts, const py::args& args);
+// The arguments of one intercepted call, _imperative_invoke(handle, ndargs, keys, vals, out,
+// is_np_op, output_is_list), borrowed from the caller: the vectorcall path reads them where
+// Python left them instead of packing a tuple for each op.
+struct CallArgs {
+  PyObject* const* argv;
+  static constexpr size_t kCount = 7;
+  py::handle operator[](size_t i) const { return argv[i]; }
+  // fn(*args)
+  py::object call(const py::object& fn) const {
+    PyObject* r = PyObject_Vectorcall(fn.ptr(), argv, kCount, nullptr);
+    if (!r) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(r);
+  }
+  py::args tuple() const {
+    py::tuple t(kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      Py_INCREF(argv[i]);
+      PyTuple_SET_ITEM(t.ptr(), i, argv[i]);
+    }
+    return py::reinterpret_borrow<py::args>(t);
+  }
+};
+
+py::object record_call(ThreadState& ts, const CallArgs& args);
+
+// A vector for one recorded call's own bookkeeping whose storage is reused from call to call
+// (the record path made a heap allocation for each of these on every op). Each instance takes
+// a vector of its own from a pool, so a nested record_call (flush_and_retry) gets another one.
+// The pool is guarded by the GIL: record_call holds it wherever it takes or returns one.
+template <class T>
+class ScratchVector {
+ public:
+  explicit ScratchVector(size_t n) {
+    auto& p = pool();
+    if (!p.empty()) {
+      v_ = std::move(p.back());
+      p.pop_back();
+    }
+    v_.assign(n, T());
+  }
+  ~ScratchVector() {
+    auto& p = pool();
+    if (v_.capacity() <= 64 && p.size() < 8) p.push_back(std::move(v_));
+  }
+  ScratchVector(const ScratchVector&) = delete;
+  ScratchVector& operator=(const ScratchVector&) = delete;
+  std::vector<T>& get() { return v_; }
+
+ private:
+  static std::vector<std::vector<T>>& pool() {
+    static std::vector<std::vector<T>> p;
+    return p;
+  }
+  std::vector<T> v_;
+};
 
 
 // One graph, one context: a CachedOp runs every node of its graph on the device of its inputs.
@@ -609,20 +662,20 @@ bool launch_cpu_memory_update(ThreadState& ts, const OpInfo& op, const std::vect
 }
 
 // What MXNet's _imperative_invoke returns for a call given out=: the out object itself.
-py::object out_result(const py::args& args) { return py::reinterpret_borrow<py::object>(args[4]); }
+py::object out_result(const CallArgs& args) { return py::reinterpret_borrow<py::object>(args[4]); }
 
 // Runs the call through MXNet's own imperative path (after flushing), counted by op and reason.
-py::object fallback(const py::args& args, const OpInfo& op, const std::string& why) {
+py::object fallback(const CallArgs& args, const OpInfo& op, const std::string& why) {
   ++R->stats.fallbacks[op.name];
   ++R->stats.fallback_reasons[op.name + ": " + why];
   flush_all("eager op " + op.name);
-  return R->orig_invoke(*args);
+  return args.call(R->orig_invoke);
 }
 
 // A fallback whose op may fail while it runs: its results are probed, so that a later trace
 // reading one runs op by op until the probe has seen it clean (failures.h), as after a per-op run.
 // `updated`: the inputs the op updates in place (its auxiliary states), probed too.
-py::object fallback_that_can_fail(const py::args& args, const OpInfo& op, const std::string& why,
+py::object fallback_that_can_fail(const CallArgs& args, const OpInfo& op, const std::string& why,
                                   const std::vector<int>& updated = {}) {
   py::object result = fallback(args, op, why);
   std::vector<NDArrayHandle> written;
@@ -640,7 +693,7 @@ py::object fallback_that_can_fail(const py::args& args, const OpInfo& op, const 
 }
 
 // A call that needs one of its inputs materialised first: flush, then record it again.
-py::object flush_and_retry(ThreadState& ts, const OpInfo& op, const py::args& args) {
+py::object flush_and_retry(ThreadState& ts, const OpInfo& op, const CallArgs& args) {
   flush_thread(ts, "in-place update of a pending array by " + op.name, user_site());
   return record_call(ts, args);
 }
@@ -687,13 +740,12 @@ std::string str_of(PyObject* v) {
 }
 
 
-py::object invoke(py::args args) {
+py::object invoke_call(const CallArgs& args) {
   ThreadState& ts = me();
-  if (args.size() != 7) return R->orig_invoke(*args);
   if (ts.flushing) wait_for_foreign_flush(ts);  // this thread's ops come after its pending ones
   raise_foreign_flush_error(ts);
-  if (ts.in_mxnet || ts.flushing) return run_from_callback(ts, args);
-  if (ts.depth == 0) return foreign_thread(ts) ? run_from_callback(ts, args) : R->orig_invoke(*args);
+  if (ts.in_mxnet || ts.flushing) return run_from_callback(ts, args.tuple());
+  if (ts.depth == 0) return foreign_thread(ts) ? run_from_callback(ts, args.tuple()) : args.call(R->orig_invoke);
   struct Busy {
     int& b;
     ~Busy() { --b; }
@@ -701,12 +753,17 @@ py::object invoke(py::args args) {
   return record_call(ts, args);
 }
 
-py::object record_call(ThreadState& ts, const py::args& args) {
+py::object invoke(py::args args) {
+  if (args.size() != CallArgs::kCount) return R->orig_invoke(*args);
+  return invoke_call(CallArgs{&PyTuple_GET_ITEM(args.ptr(), 0)});
+}
+
+py::object record_call(ThreadState& ts, const CallArgs& args) {
   if (ts.site && ts.site->eager) {  // counted, so that stats() never looks like a clean run
     OpInfo& op = op_info(reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr())));
     ++R->stats.fallbacks[op.name];
     ++R->stats.fallback_reasons[op.name + ": its jit() site passed the recompile limit"];
-    return R->orig_invoke(*args);
+    return args.call(R->orig_invoke);
   }
   auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
   OpInfo& op = op_info(creator);
@@ -754,7 +811,7 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   if (t.empty()) t.start(graph_op, train, np_shape);
   struct MarkGraph {  // on success, the call's arrays are in the graph iff its segment is recorded
     Trace& t;
-    const py::args& args;
+    const CallArgs& args;
     bool done = false;
     ~MarkGraph() {
       if (done && t.runs_recorded()) mark_in_graph(t, args[1].ptr(), args[4].ptr());
@@ -811,8 +868,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
   }
 
   // Inputs: the value each array holds now; new arrays become external inputs.
-  std::vector<int> in(nin);
-  std::vector<PyObject*> in_objs(nin);
+  ScratchVector<int> in_scratch(nin);
+  ScratchVector<PyObject*> in_objs_scratch(nin);
+  std::vector<int>& in = in_scratch.get();
+  std::vector<PyObject*>& in_objs = in_objs_scratch.get();
   for (Py_ssize_t i = 0; i < nin; ++i) {
     PyObject* arr = PyList_Check(ndargs) ? PyList_GET_ITEM(ndargs, i) : nullptr;
     py::object hold;
@@ -854,7 +913,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
       if (!seen.second && seen.first->second != h) return fallback(args, op, "reads a view of an array it updates");
     }
   }
-  std::vector<const AVal*> in_avals(nin);
+  ScratchVector<const AVal*> in_avals_scratch(nin);
+  std::vector<const AVal*>& in_avals = in_avals_scratch.get();
   for (Py_ssize_t i = 0; i < nin; ++i) in_avals[i] = &t.values[in[i]].aval;
   // Eager MXNet accepts inputs on different contexts of one device kind (cpu(0), cpu(1),
   // cpu_pinned(0)); a CachedOp wants all of its inputs on one context.
@@ -1048,8 +1108,8 @@ py::object record_call(ThreadState& ts, const py::args& args) {
                              makes_onednn_concat_result(t, op.name, attrs, in);
   int first = append_node(ts, node_op, std::move(attrs), attr_hash, in, *sig);
   t.note_user_op(op.hash);
-  std::vector<int> outs;
-  outs.reserve(sig->outs.size());
+  ScratchVector<int> outs_scratch(0);
+  std::vector<int>& outs = outs_scratch.get();
   for (size_t i = 0; i < sig->outs.size(); ++i) outs.push_back(first + static_cast<int>(i));
   if (writes_ones_into_gamma) {
     TraceEmitter em(ts);
@@ -1066,14 +1126,10 @@ py::object record_call(ThreadState& ts, const py::args& args) {
 // The interceptor as a METH_FASTCALL builtin: MXNet calls it once per op, so it skips
 // pybind11's overload dispatch.
 PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
-  if (!hooks_active()) return PyObject_Vectorcall(R->orig_invoke.ptr(), argv, static_cast<size_t>(nargs), nullptr);
+  if (!hooks_active() || nargs != static_cast<Py_ssize_t>(CallArgs::kCount))
+    return PyObject_Vectorcall(R->orig_invoke.ptr(), argv, static_cast<size_t>(nargs), nullptr);
   try {
-    py::tuple args(nargs);
-    for (Py_ssize_t i = 0; i < nargs; ++i) {
-      Py_INCREF(argv[i]);
-      PyTuple_SET_ITEM(args.ptr(), i, argv[i]);
-    }
-    return invoke(py::reinterpret_borrow<py::args>(args)).release().ptr();
+    return invoke_call(CallArgs{argv}).release().ptr();
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (const std::exception& e) {
