@@ -307,12 +307,19 @@ OpInfo* as_update_kernel(ThreadState& ts, OpInfo& op, bool hot, uint64_t attr_ha
   return op.kernel_twin;
 }
 
+// s == lit, the length compared first (asked of every attribute of every call).
+template <size_t N>
+bool is_text(const std::string& s, const char (&lit)[N]) {
+  return s.size() == N - 1 && std::memcmp(s.data(), lit, N - 1) == 0;
+}
+
 // Whether attribute `attr` of this call has been seen with another value at the same place.
 bool attr_is_hot(ThreadState& ts, const OpInfo& op, const char* attr, uint64_t attr_salt,
                  const std::vector<Attr>& attrs) {
   const std::string* val = nullptr;
+  const size_t attr_len = std::strlen(attr);
   for (const auto& a : attrs)
-    if (a.key == attr) val = &a.val;
+    if (a.key.size() == attr_len && a.key.compare(attr) == 0) val = &a.val;
   if (!val) return false;
   // Optimizer updates: one decision per op for the whole scope site, whatever the position,
   // so that the updates of one step are lifted alike and stay one kernel call; a list of
@@ -507,9 +514,12 @@ void op_context(const Trace& t, PyObject* ndargs, PyObject* keys, PyObject* vals
     if (!arr) throw py::error_already_set();
     NDArrayHandle h = handle_of(arr.ptr());
     auto it = t.slots.find(h);
+    AVal peeked;  // what MXNDArrayGetContext reads (NDArray::ctx), without a C API call
     if (it != t.slots.end()) {
       const AVal& a = t.values[it->second.value].aval;
       *dev_type = a.dev_type, *dev_id = a.dev_id;
+    } else if (peek_works() && peek_aval(h, &peeked)) {
+      *dev_type = peeked.dev_type, *dev_id = peeked.dev_id;
     } else if (MXNDArrayGetContext(h, dev_type, dev_id) != 0) {  // a lazy array knows its context too
       throw MXError(MXGetLastError());
     }
@@ -841,7 +851,7 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   // Lazy arrays are dense: ops that produce sparse storage run eagerly.
   // (cast_storage's `stype`, dot's `forward_stype` ask for it on dense inputs.)
   if (op.sparse_output || std::any_of(attrs.begin(), attrs.end(), [&](const Attr& a) {
-        return (a.key == "forward_stype" || (a.key == "stype" && op.name == "cast_storage")) &&
+        return (is_text(a.key, "forward_stype") || (is_text(a.key, "stype") && op.name == "cast_storage")) &&
                a.val != "default" && a.val != "None";
       })) {
     return fallback(args, op, "sparse output");
@@ -904,14 +914,33 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   // element, so it reads the view after writing some of it; our kernel or a graph reads it
   // before. MXNet's op runs it, as eagerly (the same array twice: update_with_repeated_input).
   if (op.update && chunk_identity_works()) {
-    std::unordered_map<const void*, NDArrayHandle> first_on_chunk;  // storage -> the first array seen on it
-    for (Py_ssize_t i = 0; i < nin; ++i) {
-      NDArrayHandle h = handle_of(in_objs[i]);
-      const void* c = chunk_of(h);
-      if (!c) continue;
-      auto seen = first_on_chunk.emplace(c, h);
-      if (!seen.second && seen.first->second != h) return fallback(args, op, "reads a view of an array it updates");
+    // storage -> the first array seen on it; a few inputs (a per-weight update) are compared
+    // pairwise instead of building a map on every call
+    bool reads_a_view = false;
+    if (nin <= 8) {
+      const void* chunks[8];
+      NDArrayHandle handles[8];
+      for (Py_ssize_t i = 0; i < nin && !reads_a_view; ++i) {
+        handles[i] = handle_of(in_objs[i]);
+        chunks[i] = chunk_of(handles[i]);
+        if (!chunks[i]) continue;
+        for (Py_ssize_t j = 0; j < i; ++j)
+          if (chunks[j] == chunks[i]) {  // the first array seen on this storage
+            reads_a_view = handles[j] != handles[i];
+            break;
+          }
+      }
+    } else {
+      std::unordered_map<const void*, NDArrayHandle> first_on_chunk;
+      for (Py_ssize_t i = 0; i < nin && !reads_a_view; ++i) {
+        NDArrayHandle h = handle_of(in_objs[i]);
+        const void* c = chunk_of(h);
+        if (!c) continue;
+        auto seen = first_on_chunk.emplace(c, h);
+        reads_a_view = !seen.second && seen.first->second != h;
+      }
     }
+    if (reads_a_view) return fallback(args, op, "reads a view of an array it updates");
   }
   ScratchVector<const AVal*> in_avals_scratch(nin);
   std::vector<const AVal*>& in_avals = in_avals_scratch.get();
