@@ -3,9 +3,11 @@
 W1's chain (x = relu(x * 1.01 + 0.5), 100 times: 300 ops) recorded inside jit(), split as
   record      the 300 calls as the user writes them (segments flushed meanwhile included);
   invoke      the same 300 ops as direct _core.invoke calls: the recorder alone;
-  wrapper     the user's calls with the invoke stubbed out by a Python function (MXNet's
-              generated op functions and NDArray operators, our argument check), minus
-              `stub`, the cost of calling that stub;
+  python      record - invoke: the Python between the user's line and the recorder (MXNet's
+              generated op functions and NDArray operators, or frontend.py's stand-ins);
+  wrapper     the user's calls with MXNet's invoke stubbed out by a Python function, minus
+              `stub`, the cost of calling that stub: MXNet's own layers (the stubbed invoke
+              makes frontend.py's operator stand-ins run MXNet's methods);
 and W5's op form (200 nd.sgd_mom_update(w, g, m, lr, momentum, out=w) calls) recorded:
   w5_record   CPU us for the 200 calls (scope exit not timed).
 Medians of repeated scopes; the machine is shared: compare builds in alternating runs.
@@ -110,9 +112,9 @@ def main():
         for k, fn in parts.items():
             samples[k].append(sum(fn() for _ in range(10)) / 10 / (3 * REPS))
     med = {k: statistics.median(v) for k, v in samples.items()}
-    print("ns/op: record %.0f  invoke %.0f  wrapper %.0f (stub %.0f)  |  W5 op form: %.0f ns/update call"
-          "  |  load %.2f" % (med["record"], med["invoke"], med["wrapper"] - med["stub"], med["stub"],
-                              med["w5_record"], os.getloadavg()[0]))
+    print("ns/op: record %.0f  invoke %.0f  python %.0f  wrapper %.0f (stub %.0f)  |  W5 op form: %.0f ns/update"
+          " call  |  load %.2f" % (med["record"], med["invoke"], med["record"] - med["invoke"],
+                                   med["wrapper"] - med["stub"], med["stub"], med["w5_record"], os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

@@ -13,10 +13,20 @@
   because `with ctx:` stores state on the object); setting `_fresh_grad` flushes pending
   work first, as MXNet's path through the guarded library does. Should a C call fail,
   MXNet's own property runs, so the error is MXNet's.
+* NDArray's arithmetic with a Python float or int (`x * 1.01`, `0.5 + x`, `-x`) runs four Python
+  functions in MXNet before its invoke (`__mul__` -> `multiply` -> `_ufunc_helper` -> the
+  generated `_mul_scalar`); W1 is two thirds such ops. The stand-ins make the invoke that chain
+  makes, with the same arguments (`[self]`, `['scalar']`, `[float(other)]`), when `self` is
+  exactly an NDArray and `other` exactly a float or int, and every function of the chain is
+  still MXNet's own (checked on each call); anything else runs MXNet's method.
 While `_core.hooks_active()` is false (no scope open, nothing recorded) each calls MXNet's own.
 """
+import ctypes
+
 import mxnet.ndarray.register as _register
+from mxnet.base import _LIB, c_str
 from mxnet.context import Context
+from mxnet.ndarray import _internal
 from mxnet.ndarray import ndarray as _nd
 from mxnet.ndarray.ndarray import NDArray
 
@@ -95,11 +105,111 @@ _FAST = {
 }
 
 
+# ---- NDArray arithmetic with a Python scalar
+_INVOKE = _core.invoke
+_GENERATED = _internal._mul_scalar.__globals__  # the generated op functions' globals (register's)
+_UFUNC_HELPER = _nd._ufunc_helper
+
+
+def _op_handle(name):
+    h = ctypes.c_void_p()
+    if _LIB.NNGetOpHandle(c_str(name), ctypes.byref(h)) != 0:
+        return None
+    return h.value
+
+
+def _scalar_stand_in(dunder, generated, via):
+    """A stand-in for NDArray.<dunder>(self, other) whose MXNet chain, for a Python float or int
+    `other`, ends in `_internal.<generated>(self, float(other))` through ndarray.py's function
+    `via` (e.g. `multiply`), which calls `_ufunc_helper`."""
+    real = NDArray.__dict__[dunder]
+    gen = getattr(_internal, generated)
+    handle = _op_handle(generated)
+    if handle is None or handle not in gen.__code__.co_consts:  # not the op the generated code invokes
+        return real
+    via_fn = getattr(_nd, via)
+    nd_dict, internal, generated_globals = _nd.__dict__, _internal, _GENERATED
+    invoke, ufunc, check, active = _INVOKE, _UFUNC_HELPER, verify_all_legacy_ndarrays, _active
+
+    def stand_in(self, other):
+        # Every function of the chain is still MXNet's own, and so are the generated function's
+        # invoke and argument check (which passes for an NDArray): checked on each call.
+        if (type(self) is NDArray and (type(other) is float or type(other) is int) and active()
+                and nd_dict.get(via) is via_fn and nd_dict.get("_ufunc_helper") is ufunc
+                and nd_dict.get("_internal") is internal and getattr(internal, generated, None) is gen
+                and generated_globals.get("_imperative_invoke") is invoke
+                and generated_globals.get("_verify_all_legacy_ndarrays") is check):
+            return invoke(handle, [self], ["scalar"], [float(other)], None, False, False)
+        return real(self, other)
+
+    stand_in.__name__ = stand_in.__qualname__ = dunder
+    stand_in.__doc__ = real.__doc__
+    return stand_in
+
+
+# dunder: the generated scalar op MXNet's chain ends in, and the ndarray.py function it passes
+# through (_ufunc_helper: lhs NDArray and rhs numeric -> lfn_scalar(lhs, float(rhs)); lhs numeric
+# -> rfn_scalar(rhs, float(lhs)), or lfn_scalar when the op commutes)
+_SCALAR_CHAINS = {
+    "__add__": ("_plus_scalar", "add"),
+    "__sub__": ("_minus_scalar", "subtract"),
+    "__rsub__": ("_rminus_scalar", "subtract"),
+    "__mul__": ("_mul_scalar", "multiply"),
+    "__truediv__": ("_div_scalar", "divide"),
+    "__rtruediv__": ("_rdiv_scalar", "divide"),
+}
+_SCALAR_FAST = {name: _scalar_stand_in(name, gen, via) for name, (gen, via) in _SCALAR_CHAINS.items()}
+_SCALAR_REAL = {name: NDArray.__dict__[name] for name in list(_SCALAR_CHAINS) + ["__radd__", "__rmul__", "__neg__"]}
+
+
+def _reflected(dunder, forward):
+    """MXNet's __radd__ / __rmul__ are `self.__add__(other)` / `self.__mul__(other)`."""
+    real, fast = NDArray.__dict__[dunder], _SCALAR_FAST[forward]
+
+    def stand_in(self, other):
+        if type(self) is NDArray and NDArray.__dict__.get(forward) is fast:
+            return fast(self, other)
+        return real(self, other)
+
+    stand_in.__name__ = stand_in.__qualname__ = dunder
+    stand_in.__doc__ = real.__doc__
+    return stand_in
+
+
+_SCALAR_FAST["__radd__"] = _reflected("__radd__", "__add__")
+_SCALAR_FAST["__rmul__"] = _reflected("__rmul__", "__mul__")
+
+
+def _make_neg():
+    """MXNet's __neg__ is `_internal._mul_scalar(self, -1.0)`."""
+    real, mul = NDArray.__dict__["__neg__"], _SCALAR_FAST["__mul__"]
+    if mul is _SCALAR_REAL["__mul__"]:
+        return real
+    gen, handle = _internal._mul_scalar, _op_handle("_mul_scalar")
+    internal, generated_globals, invoke = _internal, _GENERATED, _INVOKE
+
+    def __neg__(self):
+        if (type(self) is NDArray and _active() and _nd.__dict__.get("_internal") is internal
+                and getattr(internal, "_mul_scalar", None) is gen
+                and generated_globals.get("_imperative_invoke") is invoke
+                and generated_globals.get("_verify_all_legacy_ndarrays") is verify_all_legacy_ndarrays):
+            return invoke(handle, [self], ["scalar"], [-1.0], None, False, False)
+        return real(self)
+
+    __neg__.__doc__ = real.__doc__
+    return __neg__
+
+
+_SCALAR_FAST["__neg__"] = _make_neg()
+
+
 def install():
     _register._verify_all_legacy_ndarrays = verify_all_legacy_ndarrays
     _register._verify_all_np_ndarrays = verify_all_np_ndarrays
     for name, prop in _FAST.items():
         setattr(NDArray, name, prop)
+    for name, fn in _SCALAR_FAST.items():
+        setattr(NDArray, name, fn)
 
 
 def uninstall():
@@ -107,3 +217,5 @@ def uninstall():
     _register._verify_all_np_ndarrays = _REAL_NP
     for name, prop in _REAL.items():
         setattr(NDArray, name, prop)
+    for name, fn in _SCALAR_REAL.items():
+        setattr(NDArray, name, fn)
