@@ -30,7 +30,7 @@ PROGRAMS = {"light": ("ld 0;ld 1;mul 0 1;add 2 0", 2, 4), "heavy": ("ld 0;tanh 0
 # kMinElemsPerThread, grad_sum.cc kMinElemsPerThread): a call threads from this much work on.
 FUSED_THRESHOLD_WORK = 1 << 20
 UPDATE_THRESHOLD_ELEMS = 2 * (1 << 16)
-SUM_THRESHOLD_WORK = 2 * (1 << 16)  # elements times inputs
+SUM_THRESHOLD_WORK = 2 * (1 << 19)  # elements times inputs
 
 
 def _library_op(name):

@@ -202,10 +202,10 @@ def test_concurrent_calls_share_the_helpers():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_gradient_sum_over_threads_equals_eager(dtype):
     """A backward() run inside our graph sums the gradients of a value that feeds two ops with
-    our elemwise_sum (grad_sum.cc). At 90,300 elements times two it splits over threads; the
+    our elemwise_sum (grad_sum.cc). At 601,200 elements times two it splits over threads; the
     split must change no bit of x.grad against eager autograd's ElementWiseSum."""
-    x0 = arr(rand(300, 301, seed=3)).astype(dtype)
-    t0 = arr(rand(301, 300, seed=4)).astype(dtype)
+    x0 = arr(rand(600, 1002, seed=3)).astype(dtype)
+    t0 = arr(rand(1002, 600, seed=4)).astype(dtype)
 
     def step(x, t):
         x.attach_grad()
