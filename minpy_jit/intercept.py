@@ -214,7 +214,8 @@ def _init():
         from mxnet.numpy import ndarray as np_ndarray
     except ImportError:  # pragma: no cover - mxnet built without numpy front end
         np_ndarray = NDArray
-    from .errors import OpInputError
+    from .errors import OpInputError, mxnet_error
+    _core.set_mxnet_error(mxnet_error)
     _core.install(_REAL_INVOKE, NDArray, np_ndarray, ctypes.c_void_p, OpInputError, _library_dirs(),
                   os.path.dirname(os.path.abspath(mxnet.__file__)) + os.sep)
     import contextlib

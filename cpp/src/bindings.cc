@@ -90,7 +90,7 @@ PyObject* set_grad_state(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
     e.restore();
     return nullptr;
   } catch (const std::exception& e) {
-    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+    set_python_error(e);
     return nullptr;
   }
   Py_RETURN_NONE;
@@ -285,6 +285,7 @@ PYBIND11_MODULE(_core, m) {
         "fn (an MXNet C API function) behind a guard: pending work it may see runs first; Python "
         "that MXNet calls back while fn runs is not recorded.");
   register_scope_api(m);
+  register_error_api(m);
   register_trainer_api(m);
   register_server_update_api(m);
   m.def("depth", []() { return me().depth; });

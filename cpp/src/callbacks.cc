@@ -160,17 +160,6 @@ void watch_cached_op_gradients(PyObject* const* argv, Py_ssize_t nargs) {
   }
 }
 
-// Turns a C++ exception into the pending Python error.
-void set_python_error() {
-  try {
-    throw;
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const std::exception& e) {
-    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
-  }
-}
-
 // A guarded C API function: self is (function, cause, is_backward).
 PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) {
   PyObject* fn = PyTuple_GET_ITEM(self, 0);
@@ -219,7 +208,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
       }
     }
   } catch (...) {
-    set_python_error();
+    set_python_error_from_current();
     return nullptr;
   }
   ++ts.in_mxnet;
@@ -230,7 +219,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
       probe_gradients_after_backward();  // failures.h: a gradient may have failed to compute
     } catch (...) {
       Py_XDECREF(result);
-      set_python_error();
+      set_python_error_from_current();
       return nullptr;
     }
   }

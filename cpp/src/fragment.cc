@@ -439,7 +439,7 @@ bool apply_effects(const Variant& v, const Walk& w) {
     if (e.kind == Effect::kClearGrad) {
       NDArrayHandle h = handle_of(obj);
       if (MXNDArraySetGradState(h, 0) != 0) {
-        PyErr_SetString(PyExc_RuntimeError, MXGetLastError());
+        set_python_error(mxnet_failure());
         return false;
       }
       continue;
@@ -853,7 +853,7 @@ PyObject* fragment_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (const std::exception& e) {
-    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+    set_python_error(e);
   }
   return nullptr;
 }

@@ -120,9 +120,10 @@ void drain_launches(bool report) {
     failure.swap(it->second);
     l.failures.erase(it);
   }
-  if (!failure.empty())
-    throw MXError("a graph launched in the background failed (it and the segments queued after it did not run): " +
-                  failure);
+  // The user gets MXNet's error as eager code would; what happened here is the exception's note.
+  const std::string note =
+      "minpy_jit: raised by a graph launched in the background (it and this thread's segments queued after it did not run)";
+  if (!failure.empty()) throw MXError(note + ": " + failure, failure, note);
 }
 
 size_t launches_unsettled() {  // asked before every MXNet call while the hooks are in: cheap

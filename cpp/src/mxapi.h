@@ -13,13 +13,28 @@
 
 namespace minpy {
 
-// Raised when an MXNet C API call fails; carries MXNet's own message.
+// Raised when an MXNet C API call fails, or by our own checks. what() is for our logs (it names
+// the C API call); mxnet_text, when MXNet raised the error, is MXGetLastError's text, which the
+// user gets as the exception eager code gets for it (errors.py mxnet_error: its type and
+// wording, no C API call), with `note` (where in our runtime) as the exception's note.
 struct MXError : std::runtime_error {
   using std::runtime_error::runtime_error;
+  MXError(const std::string& what, std::string text, std::string note = "")
+      : std::runtime_error(what), mxnet_text(std::move(text)), note(std::move(note)) {}
+  std::string mxnet_text, note;
 };
 
+// MXNet's last error, raised from our code: `note` says what we were doing.
+inline MXError mxnet_failure(const std::string& note = "") {
+  std::string text = MXGetLastError();
+  return MXError(note.empty() ? text : note + ": " + text, text, note);
+}
+
 inline void mx_check(int rc, const char* what) {
-  if (rc != 0) throw MXError(std::string(MXGetLastError()) + " [" + what + "]");
+  if (rc != 0) {
+    std::string text = MXGetLastError();
+    throw MXError(text + " [" + what + "]", text);
+  }
 }
 #define MX_CALL(expr) ::minpy::mx_check((expr), #expr)
 

@@ -521,7 +521,7 @@ void op_context(const Trace& t, PyObject* ndargs, PyObject* keys, PyObject* vals
     } else if (peek_works() && peek_aval(h, &peeked)) {
       *dev_type = peeked.dev_type, *dev_id = peeked.dev_id;
     } else if (MXNDArrayGetContext(h, dev_type, dev_id) != 0) {  // a lazy array knows its context too
-      throw MXError(MXGetLastError());
+      throw mxnet_failure();
     }
     return;
   }
@@ -1162,7 +1162,7 @@ PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (const std::exception& e) {
-    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
+    set_python_error(e);
   }
   return nullptr;
 }

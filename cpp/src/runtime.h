@@ -147,6 +147,7 @@ class PositionSet {
 
 struct Runtime {
   py::object orig_invoke, ndarray_cls, np_ndarray_cls, void_p, error_cls, log_fn;
+  py::object mxnet_error_fn;  // errors.py mxnet_error(text, note): the exception eager code gets
   std::unordered_map<AtomicSymbolCreator, std::unique_ptr<OpInfo>> ops;
   SignatureCache sigs;
   ExecutorCache cache{256};
@@ -207,6 +208,11 @@ bool is_ndarray(PyObject* obj);  // an instance of MXNet's NDArrayBase (legacy o
 bool held_elsewhere(PyObject* arr);
 uint64_t pool_key(const AVal& a, bool np);
 PyObject* make_lazy(const AVal& a, bool np, NDArrayHandle* h_out);
+
+// errors.cc: a C++ error as the pending Python error (MXNet's errors as eager code raises them)
+void set_python_error(const std::exception& e);
+void set_python_error_from_current();  // inside a catch: the exception being handled
+void register_error_api(py::module_& m);
 
 // flush.cc
 std::string first_line(const std::string& s);

@@ -205,16 +205,6 @@ PyObject* entered_list(PyObject* self) {  // new reference; the scope object's s
   return l;
 }
 
-void set_python_error_from_current() {
-  try {
-    throw;
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const std::exception& e) {
-    PyErr_SetString(R->error_cls ? R->error_cls.ptr() : PyExc_RuntimeError, e.what());
-  }
-}
-
 // jit.__enter__(self): opens a scope at self._site (or the caller's line); MINPY_JIT=0: none.
 PyObject* scope_enter(PyObject*, PyObject* const* argv, Py_ssize_t nargs) {
   if (nargs < 1) {

@@ -414,7 +414,7 @@ class TrainerStep {
     PyObject* updater = updaters_[c].ptr();
     // Updater.__call__: the current context's counts, then states made or synced.
     int dev_type = 0, dev_id = 0;
-    if (MXNDArrayGetContext(handle_of(es[0].weight), &dev_type, &dev_id) != 0) throw MXError(MXGetLastError());
+    if (MXNDArrayGetContext(handle_of(es[0].weight), &dev_type, &dev_id) != 0) throw mxnet_failure();
     steal(PyObject_CallMethodOneArg(o_.obj, name("_set_current_context"), py::int_(dev_id).ptr()));
     py::object states = attr(updater, "states"), synced = attr(updater, "states_synced");
     if (!PyDict_Check(states.ptr()) || !PyDict_Check(synced.ptr())) return python_updater(c, "Updater states not dicts");

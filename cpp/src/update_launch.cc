@@ -136,7 +136,7 @@ bool launch_update_directly(ThreadState& ts, const DirectUpdate& u, bool flushin
   if (MXEnginePushSyncND(run_job, param, free_job, const_cast<void*>(static_cast<const void*>(&ctx)), nullptr, 0,
                          arrays.data(), static_cast<int>(arrays.size()), nullptr, 0, "minpy_trainer_update") != 0) {
     // MXNet frees the parameter only once it took it: a failed push is reported as MXNet's error
-    throw MXError(std::string("pushing the Trainer update failed: ") + MXGetLastError());
+    throw mxnet_failure("minpy_jit: pushing the Trainer update failed");
   }
   return true;
 }
