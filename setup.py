@@ -30,14 +30,15 @@ core = Extension(
 
 # MXNet custom-operator library (fused elementwise programs, multi-tensor SGD), loaded
 # with MXLoadLib / mxnet.library.load, never imported: it has no PyInit. It needs only
-# lib_api.cc from the wheel, not libmxnet.so. No -ffast-math: the kernels must stay
+# lib_api.cc from the wheel (through cpp/kernels/lib_api_unit.cc), not libmxnet.so. No -ffast-math: the kernels must stay
 # bit-identical to MXNet's float32 ones (-fno-math-errno / -fno-trapping-math change no
 # values; they let GCC vectorize sqrt and the compare/select loops).
 kernels = Extension(
     "minpy_jit._kernels",
-    sources=sorted(glob.glob("cpp/kernels/*.cc")) + [os.path.join(MX_DIR, "src", "lib_api.cc")],
+    # lib_api.cc itself comes in through cpp/kernels/lib_api_unit.cc (one function replaced)
+    sources=sorted(glob.glob("cpp/kernels/*.cc")),
     depends=sorted(glob.glob("cpp/kernels/*.h")),  # a header edit rebuilds the library
-    include_dirs=[os.path.join(MX_DIR, "include")],
+    include_dirs=[os.path.join(MX_DIR, "include"), os.path.join(MX_DIR, "src")],
     extra_compile_args=["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno",
                         "-fno-trapping-math", "-pthread"],
     extra_link_args=["-pthread"],
