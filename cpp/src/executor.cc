@@ -252,9 +252,40 @@ void push_default_layout(const std::vector<NDArrayHandle>& arrays, bool separate
 
 }  // namespace
 
+std::shared_ptr<void> param_cached_op(const std::string& json, const std::vector<char>& stable) {
+  std::string params = "[", data = "[";
+  for (size_t i = 0; i < stable.size(); ++i) {
+    std::string& list = stable[i] ? params : data;
+    if (list.size() > 1) list += ',';
+    list += std::to_string(i);
+  }
+  if (params.size() == 1) return nullptr;
+  params += ']';
+  data += ']';
+  SymbolHandle sym = nullptr;
+  if (MXSymbolCreateFromJSON(json.c_str(), &sym) != 0) return nullptr;
+  const char* keys[] = {"static_alloc", "static_shape", "data_indices", "param_indices"};
+  const char* vals[] = {"true", "true", data.c_str(), params.c_str()};
+  CachedOpHandle op = nullptr;
+  std::shared_ptr<void> made;
+  if (MXCreateCachedOpEx(sym, 4, keys, vals, &op) == 0) made = std::shared_ptr<void>(op, [](void* o) { MXFreeCachedOp(o); });
+  MXSymbolFree(sym);
+  return made;
+}
+
 namespace {
 
-constexpr int kParamMisses = 4;
+// A static CachedOp of graph `json` that has not run (allocates its buffers at its first run).
+CachedOpHandle fresh_static_op(const std::string& json) {
+  SymbolHandle sym = nullptr;
+  if (MXSymbolCreateFromJSON(json.c_str(), &sym) != 0) return nullptr;
+  const char* keys[] = {"static_alloc", "static_shape"};
+  const char* vals[] = {"true", "true"};
+  CachedOpHandle op = nullptr;
+  if (MXCreateCachedOpEx(sym, 2, keys, vals, &op) != 0) op = nullptr;
+  MXSymbolFree(sym);
+  return op;
+}
 
 // The CachedOp this run of `exe` uses: its parameter CachedOp (Executor::StableParams), or null
 // for its own. Called under exe.run_mu, without the GIL.
@@ -269,44 +300,25 @@ CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
   if (!s.decided && ++s.runs >= 2 && s.last.size() == ins.size()) {
     s.decided = true;
     s.stable.assign(ins.size(), 0);
-    std::string params = "[", data = "[";
-    int num_params = 0;
     for (size_t i = 0; i < ins.size(); ++i) {
       const bool written = std::find(a.outs.begin(), a.outs.end(), ins[i]) != a.outs.end();
       s.stable[i] = same(i) && !written;
-      std::string& list = s.stable[i] ? params : data;
-      if (list.size() > 1) list += ',';
-      list += std::to_string(i);
-      num_params += s.stable[i];
       if (!s.stable[i]) s.chunks[i].reset();
     }
-    params += ']';
-    data += ']';
-    SymbolHandle sym = nullptr;
-    if (num_params > 0 && MXSymbolCreateFromJSON(exe.json.c_str(), &sym) == 0) {
-      const char* keys[] = {"static_alloc", "static_shape", "data_indices", "param_indices"};
-      const char* vals[] = {"true", "true", data.c_str(), params.c_str()};
-      CachedOpHandle op = nullptr;
-      if (MXCreateCachedOpEx(sym, 4, keys, vals, &op) == 0)  // else the executor's own
-        s.op = std::shared_ptr<void>(op, [](void* o) { MXFreeCachedOp(o); });
-      // The executor's own CachedOp ran once and holds a set of intermediate buffers that the
-      // parameter CachedOp allocates again: it is swapped for a fresh one, which allocates only
-      // if a run falls back to it (binding given up), so an executor keeps one set. Freeing it
-      // while its last run's engine ops are pending is safe: MXNet frees arrays after them.
-      const char* plain_keys[] = {"static_alloc", "static_shape"};
-      const char* plain_vals[] = {"true", "true"};
-      CachedOpHandle fresh = nullptr;
-      if (s.op && MXCreateCachedOpEx(sym, 2, plain_keys, plain_vals, &fresh) == 0) {
-        CachedOpHandle used = exe.op;
-        exe.op = fresh;
-        MXFreeCachedOp(used);
-      }
-      MXSymbolFree(sym);
-    }
+    s.op = param_cached_op(exe.json, s.stable);
     if (!s.op) {
       s.last.clear();
       s.chunks.clear();
       return nullptr;
+    }
+    // The executor's own CachedOp ran once and holds a set of intermediate buffers that the
+    // parameter CachedOp allocates again: it is swapped for a fresh one, which allocates only
+    // if a run falls back to it (binding given up), so an executor keeps one set. Freeing it
+    // while its last run's engine ops are pending is safe: MXNet frees arrays after them.
+    if (CachedOpHandle fresh = fresh_static_op(exe.json)) {
+      CachedOpHandle used = exe.op;
+      exe.op = fresh;
+      MXFreeCachedOp(used);
     }
   } else if (!s.decided) {  // the first run: remember every input
     s.chunks.clear();

@@ -111,6 +111,15 @@ struct LaunchArrays {
 };
 LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 
+// Runs with a changed parameter after which a CachedOp with stable inputs as parameters is given
+// up (MXNet binds again at each such run): Executor::StableParams, fragment.cc's StableInputs.
+constexpr int kParamMisses = 4;
+
+// A static CachedOp of graph `json` whose inputs flagged in `stable` are parameters
+// (param_indices, the others data_indices), as a hybridized block declares its weights; null
+// when no input is stable or MXNet refuses. C API only: callable with or without the GIL.
+std::shared_ptr<void> param_cached_op(const std::string& json, const std::vector<char>& stable);
+
 // Hands MXNet one run of an executor (its results written into `outs`); MXNet's return code.
 // `op`: another CachedOp of the same graph to run instead (see fragment.cc, stable inputs);
 // without one, the executor's parameter CachedOp when `arrays.stable_params` (Executor::params).

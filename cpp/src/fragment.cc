@@ -530,8 +530,6 @@ void ensure_executor(FragmentState& F, Variant& v) {
   }
 }
 
-constexpr int kParamMisses = 4;
-
 // The CachedOp a direct launch runs: the executor's own (null), or the variant's with its stable
 // inputs declared as parameters (see Variant::StableInputs). Only for graphs that are not
 // recorded (the gradient path stays the executor's) and write no input in place.
@@ -550,30 +548,16 @@ std::shared_ptr<void> stable_inputs_op(Variant& v, const Executor& exe, const Wa
     bool writes_input = false;
     for (const Node& n : v.trace.nodes) writes_input |= !n.mutated.empty();
     s.stable.assign(ins.size(), 0);
-    std::string params = "[", data = "[";
-    int num_params = 0;
     for (size_t i = 0; i < ins.size(); ++i) {
       const bool written = std::find(outs.begin(), outs.end(), ins[i]) != outs.end();
       s.stable[i] = ins[i] == s.last[i] && !written;
-      std::string& list = s.stable[i] ? params : data;
-      if (list.size() > 1) list += ',';
-      list += std::to_string(i);
-      num_params += s.stable[i];
       if (!s.stable[i]) s.held[i] = py::object();
     }
-    params += ']';
-    data += ']';
-    if (num_params > 0 && !writes_input) {
-      SymbolHandle sym = nullptr;
-      if (without_gil([&] { return MXSymbolCreateFromJSON(exe.json.c_str(), &sym); }) == 0) {
-        const char* keys[] = {"static_alloc", "static_shape", "data_indices", "param_indices"};
-        const char* vals[] = {"true", "true", data.c_str(), params.c_str()};
-        CachedOpHandle op = nullptr;
-        if (without_gil([&] { return MXCreateCachedOpEx(sym, 4, keys, vals, &op); }) == 0)  // else the executor's
-          s.op = std::shared_ptr<void>(op, [](void* o) { MXFreeCachedOp(o); });
-        MXSymbolFree(sym);
-      }
-    }
+    if (!writes_input)  // else the executor's
+      without_gil([&] {
+        s.op = param_cached_op(exe.json, s.stable);
+        return 0;
+      });
     if (!s.op) s.held.clear();
   } else if (!s.decided) {  // the first launch: remember (and hold) every input
     s.held.clear();
