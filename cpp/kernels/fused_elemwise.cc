@@ -406,17 +406,18 @@ MXReturnValue report(const std::exception& e) {
   return MX_FAIL;
 }
 
-// Runs compiled program p over MXNet's tensors after checking them against it. An
-// output without memory (a gradient MXNet does not want: kNullOp) is skipped.
-MXReturnValue run(const Program& p, const std::vector<MXTensor>& inputs, const std::vector<MXTensor>& outputs,
-                  const char* what) {
+// Runs compiled program p over MXNet's tensors after checking them against it; false, with
+// the reason in `why`, if they do not fit. An output without memory (a gradient MXNet does
+// not want: kNullOp) is skipped.
+bool run_checked(const Program& p, const std::vector<MXTensor>& inputs, const std::vector<MXTensor>& outputs,
+                 std::string* why) {
   if (static_cast<int>(inputs.size()) != p.num_inputs || static_cast<int>(outputs.size()) != p.num_outputs) {
-    MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": " << inputs.size() << " inputs and "
-                 << outputs.size() << " outputs for a program of " << p.num_inputs << " and " << p.num_outputs;
-    return MX_FAIL;
+    *why = std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
+           " outputs for a program of " + std::to_string(p.num_inputs) + " and " + std::to_string(p.num_outputs);
+    return false;
   }
   const int64_t total = p.rows * p.cols;
-  if (total == 0) return MX_SUCCESS;
+  if (total == 0) return true;
   std::vector<const float*> in(p.num_inputs);
   std::vector<float*> out(p.num_outputs);
   for (int j = 0; j < p.num_inputs; ++j) {
@@ -428,10 +429,10 @@ MXReturnValue run(const Program& p, const std::vector<MXTensor>& inputs, const s
       if (s < 0) lo += s; else hi += s;
     }
     if (t.dtype != kFloat32 || lo < 0 || hi >= const_cast<MXTensor&>(t).size() || !t.data_ptr) {
-      MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": input " << j << " is not float32 or its access "
-                   << a.offset << "," << a.row_stride << "," << a.col_stride << " reads outside its "
-                   << const_cast<MXTensor&>(t).size() << " elements";
-      return MX_FAIL;
+      *why = "input " + std::to_string(j) + " is not float32 or its access " + std::to_string(a.offset) + "," +
+             std::to_string(a.row_stride) + "," + std::to_string(a.col_stride) + " reads outside its " +
+             std::to_string(const_cast<MXTensor&>(t).size()) + " elements";
+      return false;
     }
     in[j] = static_cast<const float*>(t.data_ptr);
   }
@@ -439,15 +440,23 @@ MXReturnValue run(const Program& p, const std::vector<MXTensor>& inputs, const s
     const MXTensor& t = outputs[k];
     if (!t.data_ptr) continue;
     if (t.dtype != kFloat32 || const_cast<MXTensor&>(t).size() != total) {
-      MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": output " << k << " must be float32 of size " << total;
-      return MX_FAIL;
+      *why = "output " + std::to_string(k) + " must be float32 of size " + std::to_string(total);
+      return false;
     }
     out[k] = static_cast<float*>(t.data_ptr);
   }
   // Register buffers are per thread: safe if the same graph runs on several threads.
   Call call{&p, in.data(), out.data()};
   execute(call);
-  return MX_SUCCESS;
+  return true;
+}
+
+MXReturnValue run(const Program& p, const std::vector<MXTensor>& inputs, const std::vector<MXTensor>& outputs,
+                  const char* what) {
+  std::string why;
+  if (run_checked(p, inputs, outputs, &why)) return MX_SUCCESS;
+  MX_ERROR_MSG << "_minpy_fused_elemwise" << what << ": " << why;
+  return MX_FAIL;
 }
 
 // One per graph node. MXNet hands the backward node (_backward__minpy_fused_elemwise) the
@@ -529,6 +538,45 @@ MXReturnValue create_state(const AttrMap& attrs, const MXContext&,
 }
 
 }  // namespace
+
+// ---- direct runs: the runtime launching a one-kernel graph itself (cpp/src/kernel_launch.cc) ----
+
+// A compiled program of the op's attributes (as a graph node carries them), null if they do not
+// parse; freed by minpy_fused_program_free.
+extern "C" __attribute__((visibility("default"))) void* minpy_fused_program_create(int num_attrs,
+                                                                                  const char* const* keys,
+                                                                                  const char* const* vals) {
+  try {
+    AttrMap attrs;
+    for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
+    return new Program(compile(parse_ssa(attrs)));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) void minpy_fused_program_free(void* program) {
+  delete static_cast<Program*>(program);
+}
+
+// One run over float32 arrays of `in_sizes` / `out_sizes` elements (an output pointer may be
+// null: not wanted). Returns null, or the reason the arrays do not fit the program (the
+// bounds check Forward makes), in storage that lives as long as the thread.
+extern "C" __attribute__((visibility("default"))) const char* minpy_fused_program_run(
+    const void* program, const float* const* in, const int64_t* in_sizes, float* const* out,
+    const int64_t* out_sizes) {
+  const Program& p = *static_cast<const Program*>(program);
+  thread_local std::string why;
+  std::vector<MXTensor> inputs(p.num_inputs), outputs(p.num_outputs);
+  auto tensor = [](MXTensor& t, const void* data, int64_t n) {
+    t.data_ptr = const_cast<void*>(data);
+    t.shape = {n};
+    t.dtype = kFloat32;
+  };
+  for (int j = 0; j < p.num_inputs; ++j) tensor(inputs[j], in[j], in_sizes[j]);
+  for (int k = 0; k < p.num_outputs; ++k) tensor(outputs[k], out[k], out_sizes[k]);
+  return run_checked(p, inputs, outputs, &why) ? nullptr : why.c_str();
+}
 
 REGISTER_OP(_minpy_fused_elemwise)
     .setParseAttrs(parse_attrs)

@@ -173,6 +173,7 @@ py::dict stats_dict() {
   d["trainer_updates"] = py::dict(py::arg("batched") = s.trainer_batched, py::arg("direct") = s.trainer_direct,
                                   py::arg("python") = py::cast(s.trainer_python));
   d["update_flushes_direct"] = s.update_flushes_direct;
+  d["kernels_launched_directly"] = s.kernels_launched_directly;
   d["kvstore"] = py::dict(py::arg("calls") = py::cast(s.kvstore.calls),
                           py::arg("arrays_pushed") = s.kvstore.arrays_pushed,
                           py::arg("arrays_pulled") = s.kvstore.arrays_pulled,
@@ -329,6 +330,7 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "reads_keep_recorded") R->cfg.reads_keep_recorded = v.cast<bool>();
       else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
       else if (k == "stable_params") R->cfg.stable_params = v.cast<bool>();
+      else if (k == "direct_kernels") R->cfg.direct_kernels = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -353,6 +355,7 @@ PYBIND11_MODULE(_core, m) {
     d["reads_keep_recorded"] = R->cfg.reads_keep_recorded;
     d["direct_updates"] = R->cfg.direct_updates;
     d["stable_params"] = R->cfg.stable_params;
+    d["direct_kernels"] = R->cfg.direct_kernels;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

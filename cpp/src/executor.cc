@@ -33,6 +33,25 @@ std::string nondiff_op_in(const std::string& msg) {
   return name;
 }
 
+// The executor's graph as one kernel launch (kernel_launch.h), or null.
+std::shared_ptr<const KernelLaunch> plan_launch(const Executor& exe, const Trace& trace,
+                                               const std::vector<OutputSpec>& outputs) {
+  bool cpu_float32 = true;
+  int dev_id = -1;
+  auto check = [&](const AVal& a) {
+    cpu_float32 = cpu_float32 && a.dev_type == 1 && a.dtype == 0 && (dev_id < 0 || a.dev_id == dev_id);
+    dev_id = a.dev_id;
+    return static_cast<int64_t>(a.size());
+  };
+  std::vector<int64_t> input_elems, head_elems;
+  for (int v : exe.input_values) input_elems.push_back(v >= 0 ? check(trace.values[v].aval) : 1);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (exe.output_in_place[i]) return nullptr;
+    head_elems.push_back(check(trace.values[outputs[i].value].aval));
+  }
+  return plan_kernel_launch(exe.json, exe.input_values, input_elems, head_elems, cpu_float32, dev_id, R->kernels);
+}
+
 }  // namespace
 
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
@@ -111,6 +130,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     }
     exe->num_nodes = g.num_nodes;
     exe->json = g.json;
+    if (!per_op_autograd && g.placeholders == 0) exe->kernel_launch = plan_launch(*exe, trace, outputs);
     exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (lowered_out) *lowered_out = std::move(g);
     return exe;
@@ -178,6 +198,7 @@ LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::v
   for (int p : exe.layout_inputs) a.ours_write.push_back(a.ins[p]);
   for (int o : exe.layout_outputs) a.ours_write.push_back(outputs[o].handle);
   a.stable_params = R->cfg.stable_params;
+  a.direct_kernel = R->cfg.direct_kernels;
   return a;
 }
 
@@ -343,7 +364,18 @@ CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
 
 }  // namespace
 
+// Whether a run of `exe` may be its one kernel launched directly (kernel_launch.h): not while
+// recording (MXNet must record the graph as an autograd node), nor with arrays to re-layout first.
+bool launches_kernel(const Executor& exe, const LaunchArrays& a) {
+  if (!exe.kernel_launch || !a.direct_kernel || !a.ours_write.empty()) return false;
+  bool recording = false;
+  MXAutogradIsRecording(&recording);
+  return !recording;
+}
+
 int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
+  a.kernel_launched = launches_kernel(exe, a) && launch_kernel(exe.kernel_launch, a.ins, a.outs);
+  if (a.kernel_launched) return 0;
   int nout = static_cast<int>(a.outs.size());
   NDArrayHandle* outp = a.outs.data();
   const int* stypes = nullptr;
@@ -359,6 +391,7 @@ void run(Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outpu
   LaunchArrays arrays = launch_arrays(exe, trace, outputs);
   AutogradState state(trace.runs_recorded(), trace.training);
   MX_CALL(invoke_cached_op(exe, arrays));
+  R->stats.kernels_launched_directly += arrays.kernel_launched;
   ++exe.runs;
 }
 

@@ -15,6 +15,7 @@
 
 #include "explain.h"
 #include "graph.h"
+#include "kernel_launch.h"
 
 namespace minpy {
 
@@ -72,6 +73,9 @@ struct Executor {
     bool decided = false;
   };
   mutable StableParams params;
+  // A graph that is one fused kernel of ours: runs as one engine operation calling the kernel
+  // (kernel_launch.h) instead of through the CachedOp, when the run allows it. Null otherwise.
+  std::shared_ptr<const KernelLaunch> kernel_launch;
   ~Executor();
 };
 
@@ -108,6 +112,8 @@ struct NumpyShapeState {
 struct LaunchArrays {
   std::vector<NDArrayHandle> ins, outs, ours_write;
   bool stable_params = false;  // run with Executor::params when they apply (Config::stable_params)
+  bool direct_kernel = false;  // run Executor::kernel_launch when it applies (Config::direct_kernels)
+  bool kernel_launched = false;  // set by invoke_cached_op: the run was Executor::kernel_launch
 };
 LaunchArrays launch_arrays(const Executor& exe, const Trace& trace, const std::vector<OutputSpec>& outputs);
 

@@ -592,6 +592,7 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   ins.clear();
   outs.clear();
   arrays.ours_write.clear();
+  arrays.direct_kernel = R->cfg.direct_kernels;
   for (int val : exe.input_values) {
     if (val < 0) {
       const AVal& a = v.trace.values[v.outputs.at(0).value].aval;
@@ -633,9 +634,12 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
     AutogradState state(v.recording, v.training);
-    const std::shared_ptr<void> op = stable_inputs_op(v, exe, w, ins, outs);  // null: the executor's
+    // null: the executor's (and none needed when its one kernel is launched directly)
+    const std::shared_ptr<void> op =
+        exe.kernel_launch && arrays.direct_kernel ? nullptr : stable_inputs_op(v, exe, w, ins, outs);
     if (invoke_cached_op(exe, arrays, op.get()) != 0) return nullptr;  // the statements run in Python and fail there
   }
+  R->stats.kernels_launched_directly += arrays.kernel_launched;
   ++exe.runs;
   ++R->stats.executions;
   R->stats.per_op_autograd += exe.per_op_autograd;

@@ -31,6 +31,7 @@ struct Launcher {
   // drained first got the error, so the other read arrays never written (garbage), silently.
   std::unordered_map<uint64_t, std::string> failures;
   bool started = false;
+  uint64_t kernels_launched = 0;  // runs that were an executor's one kernel (kernel_launch.h), not yet counted
 
   void loop() {
     on_launcher_thread = true;
@@ -49,11 +50,13 @@ struct Launcher {
         AutogradState state(false, job.training);  // this thread's own autograd state
         if (invoke_cached_op(*job.exe, job.arrays) != 0) error = MXGetLastError();
       }
+      const bool kernel_launched = !skip && error.empty() && job.arrays.kernel_launched;
       for (auto h : job.temps) MXNDArrayFree(h);
       job.exe.reset();
       {
         std::lock_guard<std::mutex> lock(mu);
         retired.insert(retired.end(), job.refs.begin(), job.refs.end());
+        kernels_launched += kernel_launched;
         if (!error.empty()) failures.emplace(job.owner, error);  // the first one stays
         --in_flight;
       }
@@ -67,6 +70,8 @@ struct Launcher {
     {
       std::lock_guard<std::mutex> lock(mu);
       refs.swap(retired);
+      R->stats.kernels_launched_directly += kernels_launched;  // counted here, with the GIL
+      kernels_launched = 0;
     }
     for (void* r : refs) Py_DECREF(static_cast<PyObject*>(r));
   }

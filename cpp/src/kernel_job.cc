@@ -1,0 +1,194 @@
+// One-kernel graphs launched as one engine operation: see kernel_launch.h.
+//
+// Compiled like peek.cc, with libmxnet.so's string ABI and without MKLDNN: the job holds
+// mxnet::NDArray copies (NDArray's own members depend on no build option) and calls the
+// library's own functions for everything that touches a storage chunk, whose layout in the
+// library has oneDNN members this compiler does not see. No std::string crosses to or from
+// another file.
+#define _GLIBCXX_USE_CXX11_ABI 0
+#undef MXNET_USE_MKLDNN
+#define MXNET_USE_MKLDNN 0
+#define MSHADOW_USE_MKL 0
+#define MSHADOW_USE_CBLAS 0
+#define MSHADOW_USE_CUDA 0
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <mxnet/ndarray.h>
+#include <stdexcept>
+#include <string>
+
+#include "kernel_launch.h"
+#include "mxapi.h"
+
+namespace minpy {
+
+namespace {
+
+// libmxnet.so's own code for a chunk (its layout) and for a default-layout copy:
+// NDArray::Chunk::CheckAndAlloc(uint64_t) and NDArray::Reorder2Default() const (returned
+// through a hidden pointer, the Itanium C++ ABI's way for a class with a destructor).
+using ChunkAlloc = void (*)(void* chunk, uint64_t bytes);
+using DefaultCopy = void (*)(mxnet::NDArray* result, const mxnet::NDArray* self);
+
+struct Library {
+  ChunkAlloc alloc = nullptr;
+  DefaultCopy default_copy = nullptr;  // null in a build without oneDNN: no blocked layout exists
+  ChunkReorder reorder = nullptr;
+};
+
+const Library& library() {
+  static const Library lib = [] {
+    Library l;
+    l.alloc = reinterpret_cast<ChunkAlloc>(dlsym(RTLD_DEFAULT, "_ZN5mxnet7NDArray5Chunk13CheckAndAllocEm"));
+    l.default_copy = reinterpret_cast<DefaultCopy>(dlsym(RTLD_DEFAULT, "_ZNK5mxnet7NDArray15Reorder2DefaultEv"));
+    l.reorder = chunk_reorder();
+    return l;
+  }();
+  return lib;
+}
+
+}  // namespace
+
+namespace {
+
+// What one pushed run holds: the plan (and so its program) and copies of the arrays, which
+// keep their storage alive until the run even if Python drops them first.
+struct Job {
+  std::shared_ptr<const KernelLaunch> plan;
+  std::vector<mxnet::NDArray> ins, outs;  // per kernel input / output (outs: none where no head)
+};
+
+// A default-layout copy of `a` made by the library, or nothing when `a` is in the default
+// layout already (the library then returns `a` itself).
+struct DefaultCopyOf {
+  alignas(mxnet::NDArray) unsigned char raw[sizeof(mxnet::NDArray)];
+  bool made = false;
+  mxnet::NDArray* get() { return reinterpret_cast<mxnet::NDArray*>(raw); }
+  ~DefaultCopyOf() {
+    if (made) get()->~NDArray();
+  }
+};
+
+float* data_ptr(const mxnet::NDArray& a, int64_t elems, const char* what, size_t index) {
+  void* p = data_of(const_cast<mxnet::NDArray*>(&a), static_cast<size_t>(elems) * sizeof(float));
+  if (!p && elems > 0)
+    throw std::runtime_error(std::string("minpy_jit fused kernel: ") + what + " " + std::to_string(index) +
+                             " has no storage of " + std::to_string(elems) + " float32 values");
+  return static_cast<float*>(p);
+}
+
+// On the pushing thread or MXNet's worker, with the inputs readable and the outputs writable.
+// An error is raised to MXNet's engine, which stores it on the outputs (as for any operator).
+void run_job(void*, void* param) {
+  Job& j = *static_cast<Job*>(param);
+  const KernelLaunch& k = *j.plan;
+  const Library& lib = library();
+  const size_t nin = j.ins.size(), nout = j.outs.size();
+  std::vector<DefaultCopyOf> copies(nin);
+  std::vector<const float*> in(nin);
+  std::vector<float*> out(nout, nullptr);
+  for (size_t i = 0; i < nin; ++i) {
+    const mxnet::NDArray& a = j.ins[i];
+    lib.alloc(const_cast<void*>(chunk_of(const_cast<mxnet::NDArray*>(&a))), 0);  // as reading data() would
+    const mxnet::NDArray* src = &a;
+    if (lib.default_copy) {
+      lib.default_copy(copies[i].get(), &a);
+      copies[i].made = true;
+      if (chunk_of(copies[i].get()) != chunk_of(const_cast<mxnet::NDArray*>(&a))) {
+        if (a.byte_offset() != 0) throw std::runtime_error("minpy_jit fused kernel: a view of an array in oneDNN's layout");
+        src = copies[i].get();
+      }
+    }
+    in[i] = data_ptr(*src, k.in_elems[i], "input", i);
+  }
+  for (size_t o = 0; o < nout; ++o) {
+    if (k.output_head[o] < 0) continue;
+    void* chunk = const_cast<void*>(chunk_of(&j.outs[o]));
+    lib.alloc(chunk, 0);
+    if (lib.reorder) lib.reorder(chunk);  // overwritten whole, but MXNet must read it as default layout
+    out[o] = data_ptr(j.outs[o], k.out_elems[o], "output", o);
+  }
+  if (const char* why = k.run(k.program.get(), in.data(), k.in_elems.data(), out.data(), k.out_elems.data()))
+    throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
+}
+
+void free_job(void* param) { delete static_cast<Job*>(param); }
+
+bool dense_cpu(NDArrayHandle h, int dev_id) {
+  const auto* a = static_cast<const mxnet::NDArray*>(h);
+  if (a->is_none() || a->storage_type() != mxnet::kDefaultStorage || a->dtype() != mshadow::kFloat32) return false;
+  const mxnet::Context ctx = a->ctx();
+  return ctx.dev_type == mxnet::Context::kCPU && ctx.dev_id == dev_id;
+}
+
+}  // namespace
+
+bool kernel_jobs_work() {
+  static const bool works = [] {
+    const Library& lib = library();
+    if (!lib.alloc || !lib.default_copy != !lib.reorder || !data_peek_works() || !chunk_identity_works()) return false;
+    // On a real array: allocation through the library's chunk code, and its default-layout
+    // "copy" of an array in the default layout being the array itself.
+    const uint32_t shape[] = {5};
+    NDArrayHandle h = nullptr;
+    if (MXNDArrayCreateEx(shape, 1, 1, 0, 1, 0, &h) != 0) return false;  // delay-allocated
+    const auto* a = static_cast<const mxnet::NDArray*>(h);
+    lib.alloc(const_cast<void*>(chunk_of(h)), 0);
+    void* real = nullptr;
+    bool ok = data_of(h, 20) && MXNDArrayGetData(h, &real) == 0 && real == data_of(h, 20);
+    if (ok && lib.default_copy) {
+      DefaultCopyOf copy;
+      lib.default_copy(copy.get(), a);
+      copy.made = true;
+      ok = chunk_of(copy.get()) == chunk_of(h) && copy.get()->shape() == a->shape();
+    }
+    MXNDArrayFree(h);
+    return ok;
+  }();
+  return works;
+}
+
+bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vector<NDArrayHandle>& ins,
+                   const std::vector<NDArrayHandle>& outs) {
+  if (!k || static_cast<int>(outs.size()) != k->num_heads) return false;
+  // Every array dense float32 on the plan's CPU context; outputs each in storage of their own.
+  std::vector<const void*> in_chunks;
+  for (int pos : k->input_pos) {
+    if (pos >= static_cast<int>(ins.size()) || !dense_cpu(ins[pos], k->dev_id)) return false;
+    in_chunks.push_back(chunk_of(ins[pos]));
+  }
+  for (size_t a = 0; a < outs.size(); ++a) {
+    if (!dense_cpu(outs[a], k->dev_id)) return false;
+    const void* c = chunk_of(outs[a]);
+    if (std::find(in_chunks.begin(), in_chunks.end(), c) != in_chunks.end()) return false;
+    for (size_t b = 0; b < a; ++b)
+      if (chunk_of(outs[b]) == c) return false;
+  }
+  auto job = std::make_unique<Job>();
+  job->plan = k;
+  job->ins.reserve(k->input_pos.size());
+  for (int pos : k->input_pos) job->ins.push_back(*static_cast<const mxnet::NDArray*>(ins[pos]));
+  job->outs.resize(k->output_head.size());
+  for (size_t o = 0; o < k->output_head.size(); ++o)
+    if (k->output_head[o] >= 0) job->outs[o] = *static_cast<const mxnet::NDArray*>(outs[k->output_head[o]]);
+  // Engine variables: each input chunk once (a kernel may read one array twice), outputs apart.
+  std::vector<NDArrayHandle> reads, writes(outs);
+  std::vector<const void*> seen;
+  for (int pos : k->input_pos) {
+    const void* c = chunk_of(ins[pos]);
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    reads.push_back(ins[pos]);
+  }
+  static const mxnet::FnProperty run_at_once = mxnet::FnProperty::kAsync;  // on this thread when nothing is pending
+  const struct {
+    int dev_type, dev_id;  // mxnet::Context
+  } ctx{1, k->dev_id};
+  // MXNet owns the job from here (free_job); a push it refuses pushed nothing: the CachedOp runs.
+  return MXEnginePushSyncND(run_job, job.release(), free_job, const_cast<void*>(static_cast<const void*>(&ctx)),
+                            reads.data(), static_cast<int>(reads.size()), writes.data(),
+                            static_cast<int>(writes.size()), &run_at_once, 0, "minpy_fused_kernel") == 0;
+}
+
+}  // namespace minpy

@@ -1,0 +1,66 @@
+// A graph that is one of our fused elementwise kernels and nothing else, run without MXNet's
+// CachedOp: one engine operation that calls the kernel library's program itself.
+//
+// Why: handing MXNet a one-node CachedOp costs several microseconds of its bookkeeping, and
+// the work goes to the engine's worker thread and back (W1 as an @function: ~28 us of CPU a
+// call, 8 of them the kernel). The operation is pushed as FnProperty::kAsync: MXNet's engine
+// runs such an operation at once on the pushing thread when nothing is pending on its arrays,
+// and otherwise queues it behind what is pending like any other operation
+// (ThreadedEnginePerDevice::PushToExecute). Reads and writes are ordered by the engine, and an
+// error of an earlier operation reaches the outputs, as for the CachedOp.
+//
+// The operation does what MXNet does around a library op: it allocates an array not yet
+// allocated, hands the kernel a default-layout copy of an input held in oneDNN's blocked layout
+// (NDArray::Reorder2Default), turns an output in that layout back to the default layout before
+// overwriting it, and runs the same program on the same float32 data: the same bits.
+//
+// Only where that holds (else the caller runs the CachedOp): a CPU context, not under autograd
+// recording (the graph must then be an autograd node), dense arrays, and no output sharing its
+// storage with another array of the launch (an engine operation naming one variable twice
+// waits for itself).
+//
+// kernel_job.cc reads mxnet::NDArray objects and is compiled with libmxnet.so's string ABI
+// (see peek.cc): launch_kernel and what it reads pass no std::string.
+#pragma once
+#include <mxnet/c_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace minpy {
+
+// The kernel library's entry point for one run of a compiled program (fused_elemwise.cc):
+// null, or why the arrays do not fit the program.
+using FusedProgramRun = const char* (*)(const void* program, const float* const* in, const int64_t* in_sizes,
+                                        float* const* out, const int64_t* out_sizes);
+
+struct KernelLaunch {
+  std::shared_ptr<void> program;   // the kernel library's compiled program of the node
+  FusedProgramRun run = nullptr;
+  std::vector<int> input_pos;      // per kernel input: its CachedOp input position
+  std::vector<int> output_head;    // per kernel output: the graph head it is, -1 if none
+  std::vector<int64_t> in_elems, out_elems;  // per kernel input / output
+  int num_heads = 0;
+  int dev_id = 0;                  // the CPU context of every array
+};
+
+// kernel_launch.cc: the plan for graph `json` (MXNet symbol JSON as lower() writes it) if it is
+// one fused kernel reading graph inputs and writing every head, else null. `input_values`: the
+// value of each CachedOp input (Executor::input_values); `input_elems` / `head_elems`: their
+// element counts; `all_cpu_float32`: every array of the graph is float32 on CPU context
+// `dev_id`; `kernel_library`: the path MXNet loaded our kernels from. GIL held.
+std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, const std::vector<int>& input_values,
+                                                       const std::vector<int64_t>& input_elems,
+                                                       const std::vector<int64_t>& head_elems, bool all_cpu_float32,
+                                                       int dev_id, const std::string& kernel_library);
+
+// kernel_job.cc: pushes one run on arrays `ins` (CachedOp order) and `outs` (graph heads);
+// false, with nothing pushed, where the conditions above do not hold. GIL held or not.
+bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vector<NDArrayHandle>& ins,
+                   const std::vector<NDArrayHandle>& outs);
+// Whether kernel_job.cc found what it needs in libmxnet.so (checked once, on real arrays).
+bool kernel_jobs_work();
+
+}  // namespace minpy

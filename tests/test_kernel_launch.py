@@ -1,0 +1,198 @@
+"""A graph that is one fused kernel runs as one engine operation calling the kernel, not through
+MXNet's CachedOp (config direct_kernels, cpp/src/kernel_launch.h). Every case compares with eager
+MXNet bit for bit and checks which way the graph ran (stats()['kernels_launched_directly'])."""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+
+import minpy_jit
+
+from conftest import arr, assert_same, rand, run_threads
+
+
+@pytest.fixture(autouse=True)
+def _isolate(isolated_runtime):
+    minpy_jit.clear_cache()
+    yield
+
+
+def launched():
+    return minpy_jit.stats()["kernels_launched_directly"]
+
+
+def chain(x, reps=20):
+    for _ in range(reps):
+        x = nd.relu(x * 1.01 + 0.5)
+    return x
+
+
+chain_fn = minpy_jit.function(chain)
+
+
+def test_function_and_jit_launch_the_kernel_and_match_eager():
+    x = arr(rand(32, 32, seed=1))
+    want = chain(x)
+    before = launched()
+    for _ in range(3):
+        assert_same(want, chain_fn(x), rtol=0)
+    with minpy_jit.jit():
+        got = chain(x)
+    assert_same(want, got, rtol=0)
+    assert launched() - before >= 3
+
+
+def test_switched_off_runs_the_cached_op_with_the_same_bits():
+    x = arr(rand(16, 8, seed=2))
+    on = chain_fn(x).asnumpy()
+    minpy_jit.config(direct_kernels=False)
+    try:
+        before = launched()
+        off = chain_fn(x).asnumpy()
+        assert launched() == before
+    finally:
+        minpy_jit.config(direct_kernels=True)
+    assert np.array_equal(on, off)
+
+
+def test_input_still_being_computed_is_waited_for():
+    big = arr(rand(384, 384, seed=3))
+    before = launched()
+    for k in range(3):
+        a = nd.dot(big, big) * (k + 1)         # pending on MXNet's worker when the kernel is pushed
+        s = nd.slice(a, begin=(0, 0), end=(24, 24))
+        assert_same(chain(s), chain_fn(s), rtol=0)
+    assert launched() - before == 3
+
+
+def test_output_read_by_a_later_op_is_ready():
+    x = arr(rand(8, 8, seed=4))
+    y = chain_fn(x)
+    z = nd.dot(y, y)                           # an MXNet op reading the kernel's output
+    assert_same(nd.dot(chain(x), chain(x)), z, rtol=0)
+
+
+def test_inputs_written_by_convolutions_in_onednn_layout():
+    # oneDNN convolutions leave their outputs in a blocked layout; the kernel must read the values.
+    before = launched()
+    data = arr(rand(2, 8, 10, 10, seed=5))
+    w1, w2 = arr(rand(16, 8, 3, 3, seed=6)), arr(rand(16, 16, 3, 3, seed=7))
+    for _ in range(3):
+        y = nd.Convolution(data, w1, no_bias=True, kernel=(3, 3), num_filter=16)
+        y = nd.Convolution(y, w2, no_bias=True, kernel=(3, 3), num_filter=16)
+        assert_same(chain(y, 3), minpy_jit.function(chain)(y, 3), rtol=0)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(16, 3), gluon.nn.Conv2D(16, 3))
+    net.initialize(mx.init.Uniform(1.0))
+    net.hybridize(static_alloc=True, static_shape=True)
+    for _ in range(3):
+        y = net(data)
+        assert_same(chain(y, 3), chain_fn(y, 3), rtol=0)
+    assert launched() - before == 6
+
+
+def test_output_written_into_an_existing_array():
+    def into(x, out):
+        nd.relu(x * 2.0 - 0.25, out=out)
+        return out
+
+    x = arr(rand(6, 5, seed=8))
+    want = into(x, nd.zeros((6, 5)))
+    before = launched()
+    for _ in range(3):
+        target = nd.ones((6, 5))
+        with minpy_jit.jit():
+            into(x, target)
+        assert_same(want, target, rtol=0)
+    base = nd.ones((10, 5))                    # a view: rows 2..7 of a bigger array
+    with minpy_jit.jit():
+        into(x, base[2:8])
+    expect = np.ones((10, 5), np.float32)
+    expect[2:8] = want.asnumpy()
+    assert np.array_equal(base.asnumpy(), expect)
+    assert launched() - before == 4
+
+
+def test_in_place_update_of_an_input():
+    def bump(x):
+        x += nd.relu(x) * 0.5
+        return x
+
+    bump_fn = minpy_jit.function(bump)
+    a, b = arr(rand(7, 3, seed=9)), arr(rand(7, 3, seed=9))
+    before = launched()
+    for _ in range(3):
+        bump(a)
+        bump_fn(b)
+        assert_same(a, b, rtol=0)
+    assert launched() == before                # the kernel would write storage it reads: the CachedOp runs
+
+
+def test_broadcast_input_and_a_view_of_another_input():
+    def mix(x, row):
+        return (nd.broadcast_add(x, row) * 0.5 - x) * x
+
+    mix_fn = minpy_jit.function(mix)
+    x, row = arr(rand(9, 12, seed=10)), arr(rand(1, 12, seed=11))
+    before = launched()
+    for _ in range(3):
+        assert_same(mix(x, row), mix_fn(x, row), rtol=0)
+        assert_same(mix(x, x[2:3]), mix_fn(x, x[2:3]), rtol=0)   # both inputs in one storage
+    assert launched() - before == 6
+
+
+def test_recorded_graph_is_an_autograd_node_not_a_direct_launch():
+    x = arr(rand(5, 5, seed=12))
+    x.attach_grad()
+    with autograd.record():
+        y = chain(x, 4)
+    y.backward()
+    want = x.grad.asnumpy()
+    before = launched()
+    for _ in range(2):
+        with minpy_jit.jit():
+            with autograd.record():
+                y = chain(x, 4)
+            y.backward()
+        assert np.array_equal(x.grad.asnumpy(), want)
+    assert launched() == before
+
+
+def test_an_input_carrying_an_error_raises_as_eagerly():
+    not_positive_definite = nd.array([[1.0, 2.0], [2.0, 1.0]])
+
+    def failing(fn):
+        with pytest.raises(mx.base.MXNetError) as info:
+            fn(nd.linalg.potrf(not_positive_definite)).wait_to_read()
+        return str(info.value).splitlines()[-1]
+
+    x = arr(rand(2, 2, seed=13))
+    for _ in range(3):
+        chain_fn(x, 3).wait_to_read()
+    assert failing(lambda a: chain_fn(a, 3)) == failing(lambda a: chain(a, 3))
+    assert_same(chain(x, 3), chain_fn(x, 3), rtol=0)     # and the next call is right again
+
+
+def test_float16_runs_the_cached_op():
+    h = arr(rand(4, 4, seed=14)).astype(np.float16)
+    before = launched()
+    assert_same(chain(h, 3), chain_fn(h, 3), rtol=0)
+    assert launched() == before
+
+
+def test_threads_calling_one_fragment():
+    inputs = [arr(rand(16, 16, seed=20 + t)) for t in range(4)]
+    wants = [chain(x).asnumpy() for x in inputs]
+    errors = []
+
+    def worker(t):
+        def run():
+            for _ in range(50):
+                if not np.array_equal(chain_fn(inputs[t]).asnumpy(), wants[t]):
+                    errors.append(t)
+        return run
+
+    before = launched()
+    run_threads(*[worker(t) for t in range(4)])
+    assert not errors
+    assert launched() - before == 200
