@@ -78,10 +78,8 @@ float* data_ptr(const mxnet::NDArray& a, int64_t elems, const char* what, size_t
   return static_cast<float*>(p);
 }
 
-// On the pushing thread or MXNet's worker, with the inputs readable and the outputs writable.
-// An error is raised to MXNet's engine, which stores it on the outputs (as for any operator).
-void run_job(void*, void* param) {
-  Job& j = *static_cast<Job*>(param);
+// The run, with the inputs readable and the outputs writable; throws what went wrong.
+void run(Job& j) {
   const KernelLaunch& k = *j.plan;
   const Library& lib = library();
   const size_t nin = j.ins.size(), nout = j.outs.size();
@@ -111,6 +109,21 @@ void run_job(void*, void* param) {
   }
   if (const char* why = k.run(k.program.get(), in.data(), k.in_elems.data(), out.data(), k.out_elems.data()))
     throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
+}
+
+// On the pushing thread or MXNet's worker. An error goes to MXNet's engine through the completion
+// callback, which stores it on the outputs as for any operator (an exception thrown out of an
+// engine operation is fatal to MXNet 1.9.1's engine).
+void run_job(void*, void* on_complete, void* param) {
+  const auto& done = *static_cast<const mxnet::engine::CallbackOnComplete*>(on_complete);
+  try {
+    run(*static_cast<Job*>(param));
+  } catch (const std::exception& e) {
+    const dmlc::Error error(e.what());
+    done(&error);
+    return;
+  }
+  done();
 }
 
 void free_job(void* param) { delete static_cast<Job*>(param); }
@@ -186,9 +199,9 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
     int dev_type, dev_id;  // mxnet::Context
   } ctx{1, k->dev_id};
   // MXNet owns the job from here (free_job); a push it refuses pushed nothing: the CachedOp runs.
-  return MXEnginePushSyncND(run_job, job.release(), free_job, const_cast<void*>(static_cast<const void*>(&ctx)),
+  return MXEnginePushAsyncND(run_job, job.release(), free_job, const_cast<void*>(static_cast<const void*>(&ctx)),
                             reads.data(), static_cast<int>(reads.size()), writes.data(),
-                            static_cast<int>(writes.size()), &run_at_once, 0, "minpy_fused_kernel") == 0;
+                            static_cast<int>(writes.size()), &run_at_once, 0, "minpy_fused_kernel", false) == 0;
 }
 
 }  // namespace minpy
