@@ -69,8 +69,8 @@ def config(**options):
     direct_updates: a Trainer update with nothing recorded before it is pushed to MXNet's
           engine as one operation running our kernel, not recorded as a graph (default
           True; False records it, for comparison: the same results, bit for bit)
-    direct_kernels: a graph that is one fused kernel of ours runs as one engine operation
-          calling the kernel (on the calling thread when nothing is pending on its arrays)
+    direct_kernels: a graph made only of our fused kernels runs as one engine operation
+          calling them (on the calling thread when nothing is pending on its arrays)
           instead of through MXNet's CachedOp (default True; False: the CachedOp, the same
           bits). Not under autograd recording. stats()['kernels_launched_directly'] counts them
     stable_params: inputs of a compiled graph that are the same arrays run after run (weights,

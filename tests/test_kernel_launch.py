@@ -196,3 +196,48 @@ def test_threads_calling_one_fragment():
     run_threads(*[worker(t) for t in range(4)])
     assert not errors
     assert launched() - before == 200
+
+
+def two_units(x, row):
+    return nd.relu(x) * 2 - nd.broadcast_add(x, row) * 0.5 + x   # the fuser makes two kernels
+
+
+def head_read_later(x, row):
+    a = nd.broadcast_add(x, row) * 0.5       # returned, and read by the second kernel
+    b = nd.relu(x) * 2 - a
+    return a, b
+
+
+@pytest.mark.parametrize("program", [two_units, head_read_later])
+def test_graph_of_several_kernels_is_one_launch(program):
+    x, row = arr(rand(9, 12, seed=30)), arr(rand(1, 12, seed=31))
+    want = program(x, row)
+    before = launched()
+    for _ in range(3):
+        with minpy_jit.jit():
+            got = program(x, row)
+        assert_same(want, got, rtol=0)
+    assert [g["nodes"] for g in minpy_jit.graphs()] == [2]
+    assert launched() - before == 3
+    fn = minpy_jit.function(program)
+    for _ in range(3):
+        assert_same(want, fn(x, row), rtol=0)
+    assert launched() - before == 6
+
+
+def test_large_chain_of_two_kernels_on_both_threads():
+    # W2's chain: two kernels over 262,144 elements (enough work to split between threads),
+    # the intermediate in a buffer of the launch's own.
+    def w2(x):
+        for _ in range(3):
+            x = nd.tanh(x * 0.9 + 0.1) * nd.sigmoid(x)
+        return x
+
+    x = arr(rand(512, 512, seed=32))
+    want = w2(x)
+    before = launched()
+    for _ in range(2):
+        with minpy_jit.jit():
+            got = w2(x)
+        assert_same(want, got, rtol=0)
+    assert launched() - before == 2

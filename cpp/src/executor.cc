@@ -33,7 +33,7 @@ std::string nondiff_op_in(const std::string& msg) {
   return name;
 }
 
-// The executor's graph as one kernel launch (kernel_launch.h), or null.
+// The executor's graph as one launch of its kernels (kernel_launch.h), or null.
 std::shared_ptr<const KernelLaunch> plan_launch(const Executor& exe, const Trace& trace,
                                                const std::vector<OutputSpec>& outputs) {
   bool cpu_float32 = true;
@@ -364,7 +364,7 @@ CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
 
 }  // namespace
 
-// Whether a run of `exe` may be its one kernel launched directly (kernel_launch.h): not while
+// Whether a run of `exe` may be its kernels launched directly (kernel_launch.h): not while
 // recording (MXNet must record the graph as an autograd node), nor with arrays to re-layout first.
 bool launches_kernel(const Executor& exe, const LaunchArrays& a) {
   if (!exe.kernel_launch || !a.direct_kernel || !a.ours_write.empty()) return false;

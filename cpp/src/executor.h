@@ -73,7 +73,7 @@ struct Executor {
     bool decided = false;
   };
   mutable StableParams params;
-  // A graph that is one fused kernel of ours: runs as one engine operation calling the kernel
+  // A graph made only of our fused kernels: runs as one engine operation calling them
   // (kernel_launch.h) instead of through the CachedOp, when the run allows it. Null otherwise.
   std::shared_ptr<const KernelLaunch> kernel_launch;
   ~Executor();

@@ -634,7 +634,7 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
     AutogradState state(v.recording, v.training);
-    // null: the executor's (and none needed when its one kernel is launched directly)
+    // null: the executor's (and none needed when its kernels are launched directly)
     const std::shared_ptr<void> op =
         exe.kernel_launch && arrays.direct_kernel ? nullptr : stable_inputs_op(v, exe, w, ins, outs);
     if (invoke_cached_op(exe, arrays, op.get()) != 0) return nullptr;  // the statements run in Python and fail there

@@ -56,7 +56,7 @@ namespace {
 // keep their storage alive until the run even if Python drops them first.
 struct Job {
   std::shared_ptr<const KernelLaunch> plan;
-  std::vector<mxnet::NDArray> ins, outs;  // per kernel input / output (outs: none where no head)
+  std::vector<mxnet::NDArray> ins, heads;  // per KernelLaunch::input_pos, per graph head
 };
 
 // A default-layout copy of `a` made by the library, or nothing when `a` is in the default
@@ -78,14 +78,27 @@ float* data_ptr(const mxnet::NDArray& a, int64_t elems, const char* what, size_t
   return static_cast<float*>(p);
 }
 
+// Buffers for values only a later kernel of the launch reads: kept per thread between runs (a
+// 1M-element intermediate allocated at every run would cost its page faults each time).
+std::vector<float*> temp_buffers(const std::vector<int64_t>& elems) {
+  thread_local std::vector<std::vector<float>> pool;
+  if (pool.size() < elems.size()) pool.resize(elems.size());
+  std::vector<float*> out(elems.size());
+  for (size_t t = 0; t < elems.size(); ++t) {
+    if (pool[t].size() < static_cast<size_t>(elems[t])) pool[t].resize(static_cast<size_t>(elems[t]));
+    out[t] = pool[t].data();
+  }
+  return out;
+}
+
 // The run, with the inputs readable and the outputs writable; throws what went wrong.
 void run(Job& j) {
   const KernelLaunch& k = *j.plan;
   const Library& lib = library();
-  const size_t nin = j.ins.size(), nout = j.outs.size();
+  const size_t nin = j.ins.size(), nheads = j.heads.size();
   std::vector<DefaultCopyOf> copies(nin);
   std::vector<const float*> in(nin);
-  std::vector<float*> out(nout, nullptr);
+  std::vector<float*> head(nheads, nullptr);
   for (size_t i = 0; i < nin; ++i) {
     const mxnet::NDArray& a = j.ins[i];
     lib.alloc(const_cast<void*>(chunk_of(const_cast<mxnet::NDArray*>(&a))), 0);  // as reading data() would
@@ -98,17 +111,33 @@ void run(Job& j) {
         src = copies[i].get();
       }
     }
-    in[i] = data_ptr(*src, k.in_elems[i], "input", i);
+    in[i] = data_ptr(*src, k.input_elems[i], "input", i);
   }
-  for (size_t o = 0; o < nout; ++o) {
-    if (k.output_head[o] < 0) continue;
-    void* chunk = const_cast<void*>(chunk_of(&j.outs[o]));
+  for (size_t h = 0; h < nheads; ++h) {
+    void* chunk = const_cast<void*>(chunk_of(&j.heads[h]));
     lib.alloc(chunk, 0);
     if (lib.reorder) lib.reorder(chunk);  // overwritten whole, but MXNet must read it as default layout
-    out[o] = data_ptr(j.outs[o], k.out_elems[o], "output", o);
+    head[h] = data_ptr(j.heads[h], k.head_elems[h], "output", h);
   }
-  if (const char* why = k.run(k.program.get(), in.data(), k.in_elems.data(), out.data(), k.out_elems.data()))
-    throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
+  const std::vector<float*> temp = temp_buffers(k.temp_elems);
+  auto where = [&](const KernelSlot& s) -> float* {
+    switch (s.kind) {
+      case KernelSlot::kInput: return const_cast<float*>(in[s.index]);
+      case KernelSlot::kHead: return head[s.index];
+      case KernelSlot::kTemp: return temp[s.index];
+      default: return nullptr;
+    }
+  };
+  std::vector<const float*> step_in;
+  std::vector<float*> step_out;
+  for (const KernelLaunch::Step& st : k.steps) {
+    step_in.clear();
+    step_out.clear();
+    for (const KernelSlot& s : st.inputs) step_in.push_back(where(s));
+    for (const KernelSlot& s : st.outputs) step_out.push_back(where(s));
+    if (const char* why = k.run(st.program.get(), step_in.data(), st.in_elems.data(), step_out.data(), st.out_elems.data()))
+      throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
+  }
 }
 
 // On the pushing thread or MXNet's worker. An error goes to MXNet's engine through the completion
@@ -164,7 +193,7 @@ bool kernel_jobs_work() {
 
 bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vector<NDArrayHandle>& ins,
                    const std::vector<NDArrayHandle>& outs) {
-  if (!k || static_cast<int>(outs.size()) != k->num_heads) return false;
+  if (!k || outs.size() != k->head_elems.size()) return false;
   // Every array dense float32 on the plan's CPU context; outputs each in storage of their own.
   std::vector<const void*> in_chunks;
   for (int pos : k->input_pos) {
@@ -182,10 +211,9 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
   job->plan = k;
   job->ins.reserve(k->input_pos.size());
   for (int pos : k->input_pos) job->ins.push_back(*static_cast<const mxnet::NDArray*>(ins[pos]));
-  job->outs.resize(k->output_head.size());
-  for (size_t o = 0; o < k->output_head.size(); ++o)
-    if (k->output_head[o] >= 0) job->outs[o] = *static_cast<const mxnet::NDArray*>(outs[k->output_head[o]]);
-  // Engine variables: each input chunk once (a kernel may read one array twice), outputs apart.
+  job->heads.reserve(outs.size());
+  for (NDArrayHandle h : outs) job->heads.push_back(*static_cast<const mxnet::NDArray*>(h));
+  // Engine variables: each input chunk once (kernels may read one array twice), outputs apart.
   std::vector<NDArrayHandle> reads, writes(outs);
   std::vector<const void*> seen;
   for (int pos : k->input_pos) {

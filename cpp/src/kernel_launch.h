@@ -1,5 +1,6 @@
-// A graph that is one of our fused elementwise kernels and nothing else, run without MXNet's
-// CachedOp: one engine operation that calls the kernel library's program itself.
+// A graph made only of our fused elementwise kernels, run without MXNet's CachedOp: one engine
+// operation that calls the kernel library's programs itself, one after the other (a value only
+// a later kernel reads lives in a buffer of the operation's own).
 //
 // Why: handing MXNet a one-node CachedOp costs several microseconds of its bookkeeping, and
 // the work goes to the engine's worker thread and back (W1 as an @function: ~28 us of CPU a
@@ -36,18 +37,32 @@ namespace minpy {
 using FusedProgramRun = const char* (*)(const void* program, const float* const* in, const int64_t* in_sizes,
                                         float* const* out, const int64_t* out_sizes);
 
-struct KernelLaunch {
-  std::shared_ptr<void> program;   // the kernel library's compiled program of the node
-  FusedProgramRun run = nullptr;
-  std::vector<int> input_pos;      // per kernel input: its CachedOp input position
-  std::vector<int> output_head;    // per kernel output: the graph head it is, -1 if none
-  std::vector<int64_t> in_elems, out_elems;  // per kernel input / output
-  int num_heads = 0;
-  int dev_id = 0;                  // the CPU context of every array
+// Where a kernel of the plan reads an operand or writes a result: an array of the launch (a
+// graph input: KernelLaunch::input_pos index; a graph head), a buffer of its own for a value
+// only later kernels read, or nowhere (a result nobody wants).
+struct KernelSlot {
+  enum Kind : uint8_t { kInput, kHead, kTemp, kNone };
+  Kind kind = kNone;
+  int index = -1;
 };
 
-// kernel_launch.cc: the plan for graph `json` (MXNet symbol JSON as lower() writes it) if it is
-// one fused kernel reading graph inputs and writing every head, else null. `input_values`: the
+struct KernelLaunch {
+  struct Step {  // one fused kernel of the graph, in the graph's order
+    std::shared_ptr<void> program;  // the kernel library's compiled program of the node
+    std::vector<KernelSlot> inputs, outputs;
+    std::vector<int64_t> in_elems, out_elems;
+  };
+  std::vector<Step> steps;
+  FusedProgramRun run = nullptr;
+  std::vector<int> input_pos;        // the graph inputs the kernels read: CachedOp positions, each once
+  std::vector<int64_t> input_elems;  // ... and their element counts
+  std::vector<int64_t> head_elems;   // per graph head
+  std::vector<int64_t> temp_elems;   // per buffer of the launch's own
+  int dev_id = 0;                    // the CPU context of every array
+};
+
+// kernel_launch.cc: the plan for graph `json` (MXNet symbol JSON as lower() writes it) if all its
+// operators are fused kernels and every head is a kernel's result, else null. `input_values`: the
 // value of each CachedOp input (Executor::input_values); `input_elems` / `head_elems`: their
 // element counts; `all_cpu_float32`: every array of the graph is float32 on CPU context
 // `dev_id`; `kernel_library`: the path MXNet loaded our kernels from. GIL held.

@@ -31,7 +31,7 @@ struct Launcher {
   // drained first got the error, so the other read arrays never written (garbage), silently.
   std::unordered_map<uint64_t, std::string> failures;
   bool started = false;
-  uint64_t kernels_launched = 0;  // runs that were an executor's one kernel (kernel_launch.h), not yet counted
+  uint64_t kernels_launched = 0;  // runs that were an executor's kernels launched directly (kernel_launch.h), not yet counted
 
   void loop() {
     on_launcher_thread = true;

@@ -43,7 +43,7 @@ struct Config {
   // sees the whole forward, fused, instead of ops already recorded one by one.
   bool reads_keep_recorded = true;
   bool direct_updates = true;  // launch a Trainer update with nothing recorded before it directly (update_launch.h)
-  bool direct_kernels = true;  // run a graph that is one fused kernel as one engine operation (kernel_launch.h)
+  bool direct_kernels = true;  // run a graph made only of our fused kernels as one engine operation (kernel_launch.h)
   bool stable_params = true;  // bind inputs that stay the same arrays as parameters of the graph (Executor::params)
 };
 

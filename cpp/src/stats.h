@@ -42,7 +42,7 @@ struct Stats {
   // flushes whose trace was one optimizer update over arrays made before it, launched directly
   // instead of as a graph (flush.cc, updates.h trace_as_direct_update)
   uint64_t update_flushes_direct = 0;
-  // runs of a graph that is one fused kernel, launched as one engine operation (kernel_launch.h)
+  // runs of a graph made only of our fused kernels, launched as one engine operation (kernel_launch.h)
   uint64_t kernels_launched_directly = 0;
   std::map<std::string, uint64_t> trainer_python;
   std::map<std::string, uint64_t> flushes;    // by cause
