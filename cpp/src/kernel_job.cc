@@ -79,9 +79,17 @@ float* data_ptr(const mxnet::NDArray& a, int64_t elems, const char* what, size_t
 }
 
 // Buffers for values only a later kernel of the launch reads: kept per thread between runs (a
-// 1M-element intermediate allocated at every run would cost its page faults each time).
-std::vector<float*> temp_buffers(const std::vector<int64_t>& elems) {
+// 1M-element intermediate allocated at every run would cost its page faults each time), unless
+// larger than this (the memory would stay taken for the thread's life).
+constexpr size_t kKeptTempElems = size_t(1) << 23;  // 32 MB
+
+std::vector<std::vector<float>>& temp_pool() {
   thread_local std::vector<std::vector<float>> pool;
+  return pool;
+}
+
+std::vector<float*> temp_buffers(const std::vector<int64_t>& elems) {
+  std::vector<std::vector<float>>& pool = temp_pool();
   if (pool.size() < elems.size()) pool.resize(elems.size());
   std::vector<float*> out(elems.size());
   for (size_t t = 0; t < elems.size(); ++t) {
@@ -138,6 +146,8 @@ void run(Job& j) {
     if (const char* why = k.run(st.program.get(), step_in.data(), st.in_elems.data(), step_out.data(), st.out_elems.data()))
       throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
   }
+  for (std::vector<float>& buffer : temp_pool())
+    if (buffer.size() > kKeptTempElems) std::vector<float>().swap(buffer);
 }
 
 // On the pushing thread or MXNet's worker. An error goes to MXNet's engine through the completion
