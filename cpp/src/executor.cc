@@ -375,7 +375,8 @@ bool launches_kernel(const Executor& exe, const LaunchArrays& a) {
 
 int invoke_cached_op(const Executor& exe, LaunchArrays& a, CachedOpHandle op) {
   // Without the GIL: the kernel may run here and now, for as long as its work takes.
-  a.kernel_launched = launches_kernel(exe, a) && without_gil([&] { return launch_kernel(exe.kernel_launch, a.ins, a.outs) ? 1 : 0; });
+  a.kernel_launched =
+      launches_kernel(exe, a) && without_gil([&] { return launch_kernel(exe.kernel_launch, a.ins, a.outs) ? 1 : 0; });
   if (a.kernel_launched) return 0;
   int nout = static_cast<int>(a.outs.size());
   NDArrayHandle* outp = a.outs.data();

@@ -1,4 +1,4 @@
-// One-kernel graphs launched as one engine operation: see kernel_launch.h.
+// Graphs of our fused kernels launched as one engine operation: see kernel_launch.h.
 //
 // Compiled like peek.cc, with libmxnet.so's string ABI and without MKLDNN: the job holds
 // mxnet::NDArray copies (NDArray's own members depend on no build option) and calls the
@@ -47,10 +47,6 @@ const Library& library() {
   }();
   return lib;
 }
-
-}  // namespace
-
-namespace {
 
 // What one pushed run holds: the plan (and so its program) and copies of the arrays, which
 // keep their storage alive until the run even if Python drops them first.
@@ -115,7 +111,8 @@ void run(Job& j) {
       lib.default_copy(copies[i].get(), &a);
       copies[i].made = true;
       if (chunk_of(copies[i].get()) != chunk_of(const_cast<mxnet::NDArray*>(&a))) {
-        if (a.byte_offset() != 0) throw std::runtime_error("minpy_jit fused kernel: a view of an array in oneDNN's layout");
+        if (a.byte_offset() != 0)
+          throw std::runtime_error("minpy_jit fused kernel: a view of an array in oneDNN's layout");
         src = copies[i].get();
       }
     }
@@ -143,7 +140,8 @@ void run(Job& j) {
     step_out.clear();
     for (const KernelSlot& s : st.inputs) step_in.push_back(where(s));
     for (const KernelSlot& s : st.outputs) step_out.push_back(where(s));
-    if (const char* why = k.run(st.program.get(), step_in.data(), st.in_elems.data(), step_out.data(), st.out_elems.data()))
+    const char* why = k.run(st.program.get(), step_in.data(), st.in_elems.data(), step_out.data(), st.out_elems.data());
+    if (why)
       throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
   }
   for (std::vector<float>& buffer : temp_pool())
