@@ -109,6 +109,9 @@ _FAST = {
 _INVOKE = _core.invoke
 _GENERATED = _internal._mul_scalar.__globals__  # the generated op functions' globals (register's)
 _UFUNC_HELPER = _nd._ufunc_helper
+# generated op name -> [MXNet's function, op_functions.py's stand-in for it]: either may be in
+# _internal when a scalar stand-in runs (both make the same invoke)
+_GENERATED_STAND_INS = {}
 
 
 def _op_handle(name):
@@ -128,6 +131,7 @@ def _scalar_stand_in(dunder, generated, via):
     if handle is None or handle not in gen.__code__.co_consts:  # not the op the generated code invokes
         return real
     via_fn = getattr(_nd, via)
+    alt = _GENERATED_STAND_INS.setdefault(generated, [gen])  # op_functions.py adds its stand-in
     nd_dict, internal, generated_globals = _nd.__dict__, _internal, _GENERATED
     invoke, ufunc, check, active = _INVOKE, _UFUNC_HELPER, verify_all_legacy_ndarrays, _active
 
@@ -136,7 +140,7 @@ def _scalar_stand_in(dunder, generated, via):
         # invoke and argument check (which passes for an NDArray): checked on each call.
         if (type(self) is NDArray and (type(other) is float or type(other) is int) and active()
                 and nd_dict.get(via) is via_fn and nd_dict.get("_ufunc_helper") is ufunc
-                and nd_dict.get("_internal") is internal and getattr(internal, generated, None) is gen
+                and nd_dict.get("_internal") is internal and getattr(internal, generated, None) in alt
                 and generated_globals.get("_imperative_invoke") is invoke
                 and generated_globals.get("_verify_all_legacy_ndarrays") is check):
             return invoke(handle, [self], ["scalar"], [float(other)], None, False, False)
@@ -187,10 +191,11 @@ def _make_neg():
         return real
     gen, handle = _internal._mul_scalar, _op_handle("_mul_scalar")
     internal, generated_globals, invoke = _internal, _GENERATED, _INVOKE
+    alt = _GENERATED_STAND_INS.setdefault("_mul_scalar", [gen])
 
     def __neg__(self):
         if (type(self) is NDArray and _active() and _nd.__dict__.get("_internal") is internal
-                and getattr(internal, "_mul_scalar", None) is gen
+                and getattr(internal, "_mul_scalar", None) in alt
                 and generated_globals.get("_imperative_invoke") is invoke
                 and generated_globals.get("_verify_all_legacy_ndarrays") is verify_all_legacy_ndarrays):
             return invoke(handle, [self], ["scalar"], [-1.0], None, False, False)

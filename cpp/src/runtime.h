@@ -261,6 +261,9 @@ bool set_grad_state_of(NDArrayHandle h, bool state);
 bool trainer_update(PyObject* trainer, bool ignore_stale);
 void register_trainer_api(py::module_& m);
 
+// op_functions.cc: stand-ins for MXNet's generated mx.nd op functions (minpy_jit/op_functions.py)
+void register_op_function_api(py::module_& m);
+
 // server_update.cc: MXNet's SGD as a C kvstore updater (minpy_jit/server_updates.py)
 void register_server_update_api(py::module_& m);
 
