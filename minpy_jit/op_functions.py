@@ -87,11 +87,11 @@ def _spec(fn, handles):
     if len(op_handles) != 1:
         return None
     handle = op_handles[0]
-    op_names = [c for c in code.co_consts if type(c) is str and c in handles[handle]]
-    if len(set(op_names)) != 1:
-        return None
-    op_name = op_names[0]
-    if (_is_np_op(op_name) or _output_is_list(op_name)
+    # the op's name as the code passes it to the check (its aliases share the handle; the
+    # function's own name may be one of them): a legacy op's, invoked with (False, False)
+    op_names = {c for c in code.co_consts if type(c) is str and c in handles[handle]}
+    if (not op_names or any(_is_np_op(n) or _output_is_list(n) for n in op_names)
+            or any(c is True for c in code.co_consts)
             or "_imperative_invoke" not in code.co_names or "_verify_all_legacy_ndarrays" not in code.co_names):
         return None
     args = _op_arguments(handle)
