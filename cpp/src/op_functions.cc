@@ -282,6 +282,7 @@ PyTypeObject OpFunctionType = [] {
 
 void register_op_function_api(py::module_& m) {
   if (PyType_Ready(&OpFunctionType) < 0) throw py::error_already_set();
+  m.add_object("OpFunction", reinterpret_cast<PyObject*>(&OpFunctionType));
   m.def("set_op_function_globals",
         [](py::dict globals, py::object array_base, py::object null, py::object mxnet_check,
            py::object builtin_check, py::object core_invoke) {

@@ -118,8 +118,12 @@ def is_value(x):
     return False
 
 
+# op_functions.py's stand-in for a generated mx.nd op function: the function it stands for, to a capture
+_OP_FUNCTION = _core.OpFunction
+
+
 def is_identity_object(x):
-    return isinstance(x, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
+    return isinstance(x, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type, _OP_FUNCTION,
                           types.MethodDescriptorType, types.WrapperDescriptorType, np.ufunc)) or x is UNBOUND
 
 
@@ -250,6 +254,8 @@ class Capture:
 
     def check_call(self, fn):
         """None if calling fn is fine; else the refusal reason."""
+        if type(fn) is _OP_FUNCTION:
+            fn = fn.__wrapped__
         if id(fn) in PURE_BUILTINS and getattr(builtins, getattr(fn, "__name__", ""), None) is fn:
             return None
         if isinstance(fn, types.FunctionType):
@@ -752,7 +758,7 @@ def method(obj, name, *args, **kwargs):
     if isinstance(obj, Trainer) and name == "step":
         return cap.call_trainer_step(obj, n, args, kwargs)
     bound = getattr(obj, name)
-    if isinstance(bound, types.FunctionType):  # a function stored on an object (not a method)
+    if isinstance(bound, (types.FunctionType, _OP_FUNCTION)):  # a function stored on an object (not a method)
         if n is not None:
             cap.attr(n, name, bound)
         return call(bound, *args, **kwargs)
