@@ -48,6 +48,8 @@ struct OpFunction {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject* real;     // MXNet's generated function
+  PyObject* code;     // its __code__ and __defaults__ when the stand-in was made: should either
+  PyObject* defaults; // be replaced, the function's calls are its own again
   PyObject* handle;   // the op handle, as the int the generated code passes
   PyObject* params;   // tuple: array parameters, attribute parameters, "out", "name" (fixed arity)
   Py_ssize_t n_arrays;
@@ -207,7 +209,8 @@ PyObject* call_var_args(OpFunction* f, PyObject* invoke, PyObject* const* args, 
 
 PyObject* op_function_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<OpFunction*>(self);
-  if (!hooks_active()) return call_real(f, args, nargsf, kwnames);
+  if (!hooks_active() || PyFunction_GET_CODE(f->real) != f->code || PyFunction_GET_DEFAULTS(f->real) != f->defaults)
+    return call_real(f, args, nargsf, kwnames);
   PyObject* invoke = current_invoke();
   if (!invoke) {
     if (PyErr_Occurred()) return nullptr;
@@ -221,6 +224,8 @@ void op_function_dealloc(PyObject* self) {
   PyObject_GC_UnTrack(self);
   if (f->weakrefs) PyObject_ClearWeakRefs(self);
   Py_CLEAR(f->real);
+  Py_CLEAR(f->code);
+  Py_CLEAR(f->defaults);
   Py_CLEAR(f->handle);
   Py_CLEAR(f->params);
   Py_TYPE(self)->tp_free(self);
@@ -229,6 +234,8 @@ void op_function_dealloc(PyObject* self) {
 int op_function_traverse(PyObject* self, visitproc visit, void* arg) {
   auto* f = reinterpret_cast<OpFunction*>(self);
   Py_VISIT(f->real);
+  Py_VISIT(f->code);
+  Py_VISIT(f->defaults);
   Py_VISIT(f->params);
   return 0;
 }
@@ -313,6 +320,7 @@ void register_op_function_api(py::module_& m) {
         [](py::object real, py::int_ handle, py::tuple params, Py_ssize_t n_arrays, Py_ssize_t dtype_at,
            bool var_args) {
           if (!G.dict) throw std::runtime_error("set_op_function_globals first");
+          if (!PyFunction_Check(real.ptr())) throw std::invalid_argument("op_function: a Python function");
           if (!var_args && (PyTuple_GET_SIZE(params.ptr()) > kMaxParams || PyTuple_GET_SIZE(params.ptr()) < 2 + n_arrays))
             throw std::invalid_argument("op_function: parameter count");
           for (py::handle p : params)
@@ -321,6 +329,10 @@ void register_op_function_api(py::module_& m) {
           if (!f) throw py::error_already_set();
           f->vectorcall = op_function_call;
           f->real = real.inc_ref().ptr();
+          f->code = PyFunction_GET_CODE(real.ptr());
+          f->defaults = PyFunction_GET_DEFAULTS(real.ptr());
+          Py_XINCREF(f->code);
+          Py_XINCREF(f->defaults);
           f->handle = handle.inc_ref().ptr();
           f->params = params.inc_ref().ptr();
           f->n_arrays = n_arrays;
