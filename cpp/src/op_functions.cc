@@ -117,7 +117,10 @@ struct Lists {  // ndargs, keys, vals
 PyObject* invoke_with(PyObject* invoke, OpFunction* f, Lists& lists, PyObject* out) {
   PyObject* argv[7] = {f->handle, lists.l[0], lists.l[1], lists.l[2], out, Py_False, Py_False};
   if (invoke == G.core_invoke) return invoke_fast(nullptr, argv, 7);
-  return PyObject_Vectorcall(invoke, argv, 7, nullptr);
+  Py_INCREF(invoke);  // borrowed from the globals, which the call may change
+  PyObject* r = PyObject_Vectorcall(invoke, argv, 7, nullptr);
+  Py_DECREF(invoke);
+  return r;
 }
 
 PyObject* call_fixed(OpFunction* f, PyObject* invoke, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
