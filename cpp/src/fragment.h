@@ -15,7 +15,8 @@
 //            autograd and shape-semantics state. Checked in C++ on every call.
 //   replay   Outside a jit() scope: one CachedOp launch writing into new
 //            arrays (and into the input arrays the statements update in
-//            place). Inside a scope: the stored nodes are appended to the
+//            place), or, for a graph made only of our fused kernels, one
+//            engine operation running them (kernel_launch.h). Inside a scope: the stored nodes are appended to the
 //            thread's trace as one unit, so a loop calling fragments still
 //            becomes one graph. No Python runs per op either way.
 //   capture  A miss calls back into Python, which runs the statements under
