@@ -1,0 +1,36 @@
+"""Open exactness bug (found by fuzz seed 6111096 on 2026-11-29; present on e368c36, before that
+session's changes): one jit() graph that copies a value twice (`a.copy()` and `a.copyto(b)`) where
+`b` is also an input of the graph gives other outputs wrong values, with the engine synchronous too
+(MXNET_ENGINE_TYPE=NaiveEngine). Here `a18` comes out as `a12 + a20` instead of `a12 + a17`, and
+`a21` is wrong as well; with config(fuse=True) this small form agrees, the fuzz program (larger)
+differs both ways. Not reduced further, not fixed.
+
+    PYTHONPATH=. .venv/bin/python tests/stress/repros/copy_twice_then_copyto_input.py
+"""
+import contextlib
+import sys
+
+import numpy as np
+from mxnet import nd
+
+import minpy_jit
+
+
+def program(use_jit):
+    rng = np.random.RandomState(6111096)
+    a10, a17, a20 = (nd.array(rng.uniform(-2.0, 2.0, (5, 5, 1)), dtype="float32") for _ in range(3))
+    with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+        a12 = a10 * 1.1
+        a13 = a12.copy()  # noqa: F841 - needed: without this copy the graph is right
+        a18 = a12 + a17
+        a21 = nd.stack(a12, a20, axis=2)
+        a12.copyto(a20)
+    return {"a18": a18.asnumpy(), "a21": a21.asnumpy(), "a20": a20.asnumpy()}
+
+
+if __name__ == "__main__":
+    minpy_jit.config(fuse=False)
+    eager, jitted = program(False), program(True)
+    wrong = [name for name in eager if not np.array_equal(eager[name], jitted[name])]
+    print("differ: %s" % wrong if wrong else "eager and jit() agree")
+    sys.exit(1 if wrong else 0)
