@@ -49,7 +49,7 @@ std::shared_ptr<const KernelLaunch> plan_launch(const Executor& exe, const Trace
     if (exe.output_in_place[i]) return nullptr;
     head_elems.push_back(check(trace.values[outputs[i].value].aval));
   }
-  return plan_kernel_launch(exe.json, exe.input_values, input_elems, head_elems, cpu_float32, dev_id, R->kernels);
+  return plan_kernel_launch(exe.json, exe.input_values, input_elems, head_elems, cpu_float32, dev_id);
 }
 
 }  // namespace

@@ -532,11 +532,14 @@ void ensure_executor(FragmentState& F, Variant& v) {
 
 // The CachedOp a direct launch runs: the executor's own (null), or the variant's with its stable
 // inputs declared as parameters (see Variant::StableInputs). Only for graphs that are not
-// recorded (the gradient path stays the executor's) and write no input in place.
+// recorded (the gradient path stays the executor's), write no input in place, and do not run
+// as a direct kernel launch (kernel_launch.h: no CachedOp at all).
 std::shared_ptr<void> stable_inputs_op(Variant& v, const Executor& exe, const Walk& w,
                                        const std::vector<NDArrayHandle>& ins, const std::vector<NDArrayHandle>& outs) {
   Variant::StableInputs& s = v.stable_inputs;
-  if (v.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op)) return nullptr;
+  if (v.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op) ||
+      (exe.kernel_launch && R->cfg.direct_kernels))
+    return nullptr;
   auto hold = [&](size_t i) {  // the Python array behind input i (constants and the stand-in: none)
     const int val = exe.input_values[i];
     PyObject* o = val >= 0 && v.ext_leaf[val] >= 0 ? w.objs[v.ext_leaf[val]] : nullptr;
@@ -634,9 +637,7 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
     AutogradState state(v.recording, v.training);
-    // null: the executor's (and none needed when its kernels are launched directly)
-    const std::shared_ptr<void> op =
-        exe.kernel_launch && arrays.direct_kernel ? nullptr : stable_inputs_op(v, exe, w, ins, outs);
+    const std::shared_ptr<void> op = stable_inputs_op(v, exe, w, ins, outs);  // null: the executor's
     if (invoke_cached_op(exe, arrays, op.get()) != 0) return nullptr;  // the statements run in Python and fail there
   }
   R->stats.kernels_launched_directly += arrays.kernel_launched;

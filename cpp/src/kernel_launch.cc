@@ -1,12 +1,12 @@
-// Plans of one-kernel graphs: see kernel_launch.h (the launch itself is kernel_job.cc).
+// Plans of graphs made only of our fused kernels: see kernel_launch.h (the launch itself is
+// kernel_job.cc).
 #include "kernel_launch.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "json.h"
+#include "runtime.h"
 
 namespace minpy {
 
@@ -22,21 +22,12 @@ struct Entries {
   FusedProgramRun run = nullptr;
 };
 
-// Resolved once for the library MXNet loaded (GIL held); null if an entry point is missing.
-const Entries* entries(const std::string& kernel_library) {
-  static std::string loaded_from;
+// Null if the library or an entry point is missing (GIL held).
+const Entries* entries() {
   static Entries e;
-  if (kernel_library.empty()) return nullptr;
-  if (loaded_from != kernel_library) {
-    loaded_from = kernel_library;
-    e = Entries{};
-    if (void* h = dlopen(kernel_library.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
-      e.create = reinterpret_cast<ProgramCreate>(dlsym(h, "minpy_fused_program_create"));
-      e.free = reinterpret_cast<ProgramFree>(dlsym(h, "minpy_fused_program_free"));
-      e.run = reinterpret_cast<FusedProgramRun>(dlsym(h, "minpy_fused_program_run"));
-      dlclose(h);  // RTLD_NOLOAD took a reference: MXNet's own keeps it loaded
-    }
-  }
+  e.create = reinterpret_cast<ProgramCreate>(kernel_symbol("minpy_fused_program_create"));
+  e.free = reinterpret_cast<ProgramFree>(kernel_symbol("minpy_fused_program_free"));
+  e.run = reinterpret_cast<FusedProgramRun>(kernel_symbol("minpy_fused_program_run"));
   return e.create && e.free && e.run ? &e : nullptr;
 }
 
@@ -69,9 +60,9 @@ const JValue* str_attr(const JValue& node, const char* key) {
 std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, const std::vector<int>& input_values,
                                                        const std::vector<int64_t>& input_elems,
                                                        const std::vector<int64_t>& head_elems, bool all_cpu_float32,
-                                                       int dev_id, const std::string& kernel_library) {
+                                                       int dev_id) {
   if (!all_cpu_float32 || !kernel_jobs_work() || input_elems.size() != input_values.size()) return nullptr;
-  const Entries* lib = entries(kernel_library);
+  const Entries* lib = entries();
   if (!lib) return nullptr;
   JValue g;
   try {

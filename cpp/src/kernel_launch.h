@@ -65,11 +65,11 @@ struct KernelLaunch {
 // operators are fused kernels and every head is a kernel's result, else null. `input_values`: the
 // value of each CachedOp input (Executor::input_values); `input_elems` / `head_elems`: their
 // element counts; `all_cpu_float32`: every array of the graph is float32 on CPU context
-// `dev_id`; `kernel_library`: the path MXNet loaded our kernels from. GIL held.
+// `dev_id`. GIL held.
 std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, const std::vector<int>& input_values,
                                                        const std::vector<int64_t>& input_elems,
                                                        const std::vector<int64_t>& head_elems, bool all_cpu_float32,
-                                                       int dev_id, const std::string& kernel_library);
+                                                       int dev_id);
 
 // kernel_job.cc: pushes one run on arrays `ins` (CachedOp order) and `outs` (graph heads);
 // false, with nothing pushed, where the conditions above do not hold. GIL held or not.

@@ -112,6 +112,16 @@ struct Lists {  // ndargs, keys, vals
     l[2] = PyList_New(n_attrs);
     return l[0] && l[1] && l[2];
   }
+  void set_array(Py_ssize_t i, PyObject* a) {
+    Py_INCREF(a);
+    PyList_SET_ITEM(l[0], i, a);
+  }
+  void set_attr(Py_ssize_t j, PyObject* key, PyObject* value) {
+    Py_INCREF(key);
+    Py_INCREF(value);
+    PyList_SET_ITEM(l[1], j, key);
+    PyList_SET_ITEM(l[2], j, value);
+  }
 };
 
 PyObject* invoke_with(PyObject* invoke, OpFunction* f, Lists& lists, PyObject* out) {
@@ -155,20 +165,13 @@ PyObject* call_fixed(OpFunction* f, PyObject* invoke, PyObject* const* args, siz
   Py_ssize_t j = 0;
   for (Py_ssize_t i = 0; i < f->n_arrays; ++i) {
     PyObject* a = bound[i];
-    if (!a || a == Py_None) continue;
-    Py_INCREF(a);
-    PyList_SET_ITEM(lists.l[0], j++, a);
+    if (a && a != Py_None) lists.set_array(j++, a);
   }
   j = 0;
   for (Py_ssize_t i = f->n_arrays; i < out_at; ++i) {
     PyObject* v = bound[i];
     if (!v || v == G.null) continue;
-    PyObject* key = PyTuple_GET_ITEM(f->params, i);
-    Py_INCREF(key);
-    Py_INCREF(v);
-    PyList_SET_ITEM(lists.l[1], j, key);
-    PyList_SET_ITEM(lists.l[2], j, v);
-    ++j;
+    lists.set_attr(j++, PyTuple_GET_ITEM(f->params, i), v);
   }
   return invoke_with(invoke, f, lists, out);
 }
@@ -192,20 +195,12 @@ PyObject* call_var_args(OpFunction* f, PyObject* invoke, PyObject* const* args, 
   if (!plain_out(out)) return call_real(f, args, nargsf, kwnames);
   Lists lists;
   if (!lists.make(nargs, n_attrs)) return nullptr;
-  for (Py_ssize_t i = 0; i < nargs; ++i) {
-    Py_INCREF(args[i]);
-    PyList_SET_ITEM(lists.l[0], i, args[i]);
-  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) lists.set_array(i, args[i]);
   Py_ssize_t j = 0;
   for (Py_ssize_t k = 0; k < nk; ++k) {
     PyObject* kw = PyTuple_GET_ITEM(kwnames, k);
     if (PyUnicode_Compare(kw, G.k_out) == 0 || PyUnicode_Compare(kw, G.k_name) == 0) continue;
-    PyObject* v = args[nargs + k];
-    Py_INCREF(kw);
-    Py_INCREF(v);
-    PyList_SET_ITEM(lists.l[1], j, kw);
-    PyList_SET_ITEM(lists.l[2], j, v);
-    ++j;
+    lists.set_attr(j++, kw, args[nargs + k]);
   }
   return invoke_with(invoke, f, lists, out);
 }

@@ -1,7 +1,10 @@
 // The runtime singleton and the per-thread state registry.
 #include "runtime.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <unordered_map>
 
 namespace minpy {
 
@@ -37,5 +40,23 @@ ThreadState& me() {
 }
 
 uint64_t recording_thread_id() { return tls.st ? tls.st->id : 0; }
+
+void* kernel_symbol(const char* name) {
+  static std::string loaded_from;
+  static std::unordered_map<std::string, void*> found;
+  if (R->kernels.empty()) return nullptr;
+  if (loaded_from != R->kernels) {  // the library MXNet loaded: found, never loaded again
+    loaded_from = R->kernels;
+    found.clear();
+  }
+  auto it = found.find(name);
+  if (it != found.end()) return it->second;
+  void* sym = nullptr;
+  if (void* lib = dlopen(R->kernels.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    sym = dlsym(lib, name);
+    dlclose(lib);  // RTLD_NOLOAD took a reference: MXNet's own keeps it loaded
+  }
+  return found[name] = sym;
+}
 
 }  // namespace minpy

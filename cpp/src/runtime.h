@@ -193,6 +193,11 @@ ThreadState& me();
 // eager code running while the hooks are in).
 uint64_t recording_thread_id();
 
+// A function the kernel library MXNet loaded (Runtime::kernels) exports for the runtime to call
+// itself (fused_elemwise.cc's programs, multi_update.cc's plans), by name; null without the
+// library or the name. Looked up once per library. GIL held.
+void* kernel_symbol(const char* name);
+
 // Fast path for handle_of: read NDArrayBase's `handle` slot and the pointer inside the
 // ctypes c_void_p directly (CDataObject: PyObject_HEAD, then char* b_ptr).
 struct HandleLayout {

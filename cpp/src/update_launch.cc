@@ -1,7 +1,5 @@
 #include "update_launch.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
@@ -27,19 +25,10 @@ struct KernelEntry {
 };
 
 const KernelEntry* kernel_entry() {
-  static std::string loaded_from;
   static KernelEntry entry;
-  if (R->kernels.empty()) return nullptr;
-  if (loaded_from != R->kernels) {  // the library MXNet loaded: found, never loaded again
-    loaded_from = R->kernels;
-    entry = KernelEntry{};
-    if (void* lib = dlopen(R->kernels.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
-      entry.create = reinterpret_cast<PlanCreate>(dlsym(lib, "minpy_update_plan_create"));
-      entry.free = reinterpret_cast<PlanFree>(dlsym(lib, "minpy_update_plan_free"));
-      entry.run = reinterpret_cast<PlanRun>(dlsym(lib, "minpy_update_plan_run"));
-      dlclose(lib);  // RTLD_NOLOAD took a reference: MXNet's own keeps it loaded
-    }
-  }
+  entry.create = reinterpret_cast<PlanCreate>(kernel_symbol("minpy_update_plan_create"));
+  entry.free = reinterpret_cast<PlanFree>(kernel_symbol("minpy_update_plan_free"));
+  entry.run = reinterpret_cast<PlanRun>(kernel_symbol("minpy_update_plan_run"));
   return entry.create && entry.free && entry.run ? &entry : nullptr;
 }
 
