@@ -15,7 +15,17 @@ Pipeline (one module per stage): intercept (hooks into MXNet) -> _core.invoke
 lookup by structural key) -> lowering to NNVM JSON -> CachedOp executor (cached,
 LRU). diagnostics exposes what happened and why.
 """
+import os
+
 import mxnet  # noqa: F401  (must be loaded before the extension: it provides libmxnet)
+
+# MXNet's CachedOp merges nodes with the same op, attributes and inputs (common-expression
+# elimination), reading this variable each time it builds a graph (when made and at its first run
+# on a context). Eagerly every op runs, and in our graphs the merge gave wrong values: two copies
+# of one value, one written into an input array, left other outputs computed from swapped inputs
+# (fuzz seed 6111096, tests/test_common_expressions.py). It is off for the whole process, users'
+# own hybridized blocks included: that costs them only the merge, never a result.
+os.environ["MXNET_ELIMINATE_COMMON_EXPR"] = "0"
 
 # A dist kvstore's server runs its service loop from inside `import mxnet` (kvstore_server.py),
 # and imports minpy_jit only when it unpickles a worker's command (server_updates.py): then most

@@ -1,14 +1,14 @@
-"""Open exactness bug (found by fuzz seed 6111096 on 2026-11-29; present on e368c36, before that
-session's changes): one jit() graph that copies a value twice (`a.copy()` and `a.copyto(b)`) where
-`b` is also an input of the graph gives other outputs wrong values, with the engine synchronous too
-(MXNET_ENGINE_TYPE=NaiveEngine). Here `a18` comes out as `a12 + a20` instead of `a12 + a17`, and
-`a21` is wrong as well; with config(fuse=True) this small form agrees, the fuzz program (larger)
-differs both ways. Not fixed. Cause found (end of that session): MXNet's common-expression
-elimination, which CachedOp runs on every graph it is built from (MXNET_ELIMINATE_COMMON_EXPR,
-default 1, read by dmlc::GetEnv when the CachedOp is made), merges the two `_copy(a12)` nodes, two
-graph heads, one of them written into the input array `a20`; with MXNET_ELIMINATE_COMMON_EXPR=0 in
-the environment eager and jit() agree. A fix must keep MXNet from merging our graph's nodes
-(eagerly every op runs: merging is never what eager did) or lower such duplicates itself.
+"""Exactness bug found by fuzz seed 6111096 on 2026-11-29 (present on e368c36, before that
+session's changes), fixed the session after: one jit() graph that copies a value twice
+(`a.copy()` and `a.copyto(b)`) where `b` is also an input of the graph gave other outputs wrong
+values, with the engine synchronous too (MXNET_ENGINE_TYPE=NaiveEngine): `a18` came out as
+`a12 + a20` instead of `a12 + a17`, and `a21` was wrong as well (fuse=False; with fuse=True this
+small form agreed, the fuzz program differed both ways). Cause: MXNet's common-expression
+elimination, which CachedOp runs on every graph it builds (MXNET_ELIMINATE_COMMON_EXPR, default 1,
+read by dmlc::GetEnv when the CachedOp is made and at its first run on a context), merged the two
+`_copy(a12)` nodes, two graph heads, one of them written into the input array `a20`. Eagerly every
+op runs; minpy_jit now turns the pass off at import (minpy_jit/__init__.py). Exits 0 when eager and
+jit() agree.
 
     PYTHONPATH=. .venv/bin/python tests/stress/repros/copy_twice_then_copyto_input.py
 """
