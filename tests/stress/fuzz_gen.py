@@ -10,7 +10,9 @@ regenerates text.
 Families (each statement is tagged with one, so a mismatch names what it involved):
 elementwise, scalar, broadcast, reduce, matmul, conv, shape, view, index, concat, split, random,
 optimizer, gluon, trainer, inplace, autograd, chain, read, meta, flush, nested, loop, raise,
-runtime_fail, shape_error, custom, kvstore, allclose, sparse, cast, create, pinned, del.
+runtime_fail, shape_error, custom, kvstore, allclose, sparse, cast, create, pinned, del, and from
+seed NP_SEEDS on np (MXNet's NumPy interface: mx.np ops on `as_np_ndarray()` views, NumPy-style
+indexing, writes through a view into the NDArray it shares memory with).
 """
 import random
 
@@ -36,6 +38,13 @@ DECIMAL_CONSTS = ["0.1", "0.3", "-2.7", "1.1", "0.37", "1e-7", "0.9", "3.3333333
 LOOP_SCALARS = "[0.5, 0.25, 2.0, -1.0, 0.125]"
 DECIMAL_LOOP_SCALARS = "[0.1, 0.3, 2.7, -1.1, 0.7000000000000001]"
 FLOAT = ("float32", "float64", "float16")
+# From seed NP_SEEDS on, programs also use the np family. Seeds below draw the same statements
+# as before (the family is not in their weights).
+NP_SEEDS = 8000000
+NP_UNARY = ["tanh", "exp", "sin", "cos", "abs", "square", "negative", "sign", "floor", "ceil", "trunc",
+            "arctan", "sinh", "expm1", "rint"]
+NP_UNARY_POS = ["sqrt", "log", "log1p", "log2", "cbrt", "reciprocal"]  # on abs(x) + 0.5
+NP_BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "hypot", "fmod", "copysign"]
 
 
 class Stmt:
@@ -238,6 +247,8 @@ class Gen:
             (0.15, self.f_runtime_fail), (0.15, self.f_custom), (0.15, self.f_kvstore), (0.15, self.f_allclose),
             (0.15, self.f_sparse), (0.15, self.f_pinned),
         ]
+        if self.seed >= NP_SEEDS:
+            f.append((4, self.f_np))
         return f
 
     def statement(self):
@@ -1029,6 +1040,98 @@ class Gen:
         v = self.r.choice(c)
         self.emit("del %s" % v.name, "del", risky=True)
         del self.vars[v.name]
+
+
+    def f_np(self):
+        """MXNet's NumPy interface on NDArrays: an `as_np_ndarray()` view (same memory), mx.np ops
+        (their own operators, _npi_*), results turned back with `as_nd_ndarray()`; sometimes a
+        write through the view, which changes the NDArray it was made from."""
+        r = self.r
+        x = self.pick_float(dtype="float32" if r.random() < 0.85 else "float64")
+        X = "%s.as_np_ndarray()" % x.name
+        k = r.randrange(11)
+        fam = "np"
+        if k == 0:
+            v = self.result(x.shape, x.dtype, [x])
+            if r.random() < 0.7:
+                self.emit("%s = mx.np.%s(%s).as_nd_ndarray()" % (v.name, r.choice(NP_UNARY), X), fam)
+            else:
+                self.emit("%s = mx.np.%s(mx.np.abs(%s) + 0.5).as_nd_ndarray()" % (v.name, r.choice(NP_UNARY_POS), X),
+                          fam)
+        elif k == 1:
+            y = self._broadcast_partner(x)
+            a, b = (X, "%s.as_np_ndarray()" % y.name)
+            if r.random() < 0.3:
+                a, b = b, a
+            v = self.result(x.shape, x.dtype, [x, y])
+            if r.random() < 0.5:
+                self.emit("%s = mx.np.%s(%s, %s).as_nd_ndarray()" % (v.name, r.choice(NP_BINARY), a, b), fam)
+            else:
+                self.emit("%s = (%s %s %s).as_nd_ndarray()" % (v.name, a, r.choice(["+", "-", "*"]), b), fam)
+        elif k == 2:
+            fn = r.choice(["sum", "mean", "max", "min", "prod", "std", "var"])
+            axis = r.randrange(len(x.shape))
+            keep = len(x.shape) == 1 or r.random() < 0.4
+            shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape)) if keep else \
+                tuple(d for i, d in enumerate(x.shape) if i != axis)
+            v = self.result(shape, x.dtype, [x])
+            self.emit("%s = mx.np.%s(%s, axis=%d, keepdims=%s).as_nd_ndarray()" % (v.name, fn, X, axis, keep), fam)
+        elif k == 3:
+            y = self.pick_float(shape=x.shape, dtype=x.dtype)
+            v = self.result(x.shape, x.dtype, [x, y])
+            c = self.scalar()
+            if r.random() < 0.5:
+                self.emit("%s = mx.np.where(%s > %s, %s, %s.as_np_ndarray()).as_nd_ndarray()" % (v.name, X, c, X, y.name),
+                          fam)
+            else:
+                self.emit("%s = mx.np.clip(%s, -abs(%s), abs(%s) + 0.5).as_nd_ndarray()" % (v.name, X, c, c), fam)
+        elif k == 4 and len(x.shape) == 2:
+            n, kk = x.shape
+            m = r.randint(1, 5)
+            w = self.pick_float(shape=(kk, m), dtype=x.dtype)
+            v = self.result((n, m), x.dtype, [x, w])
+            fn = r.choice(["dot", "matmul"])
+            self.emit("%s = mx.np.%s(%s, %s.as_np_ndarray()).as_nd_ndarray()" % (v.name, fn, X, w.name), fam)
+        elif k == 5:
+            axis = r.randrange(len(x.shape))
+            forms = [("mx.np.flip(%s, %d)" % (X, axis), x.shape),
+                     ("mx.np.cumsum(%s, axis=%d)" % (X, axis), x.shape),
+                     ("mx.np.sort(%s, axis=%d)" % (X, axis), x.shape),
+                     ("mx.np.transpose(%s)" % X, tuple(reversed(x.shape))),
+                     ("mx.np.expand_dims(%s, %d)" % (X, axis), x.shape[:axis] + (1,) + x.shape[axis:]),
+                     ("mx.np.repeat(%s, 2, axis=%d)" % (X, axis),
+                      tuple(d * 2 if i == axis else d for i, d in enumerate(x.shape))),
+                     ("mx.np.concatenate([%s, %s], axis=%d)" % (X, X, axis),
+                      tuple(d * 2 if i == axis else d for i, d in enumerate(x.shape))),
+                     ("mx.np.stack([%s, %s], axis=%d)" % (X, X, axis), x.shape[:axis] + (2,) + x.shape[axis:])]
+            if x.shape[axis] >= 2:
+                forms.append(("mx.np.diff(%s, axis=%d)" % (X, axis),
+                              tuple(d - 1 if i == axis else d for i, d in enumerate(x.shape))))
+            if len(x.shape) == 2:
+                forms.append(("mx.np.tril(%s)" % X, x.shape))
+            text, shape = r.choice(forms)
+            v = self.result(shape, x.dtype, [x])
+            self.emit("%s = %s.as_nd_ndarray()" % (v.name, text), fam)
+        elif k == 6:
+            idx = [r.randrange(x.shape[0]) for _ in range(r.randint(1, 3))]
+            v = self.result((len(idx),) + x.shape[1:], x.dtype, [x])
+            self.emit("%s = %s[mx.np.array(%s, dtype='int32')].as_nd_ndarray()" % (v.name, X, idx), fam)
+        elif k == 7:
+            b = r.randrange(x.shape[0])
+            v = self.result((x.shape[0] - b,) + x.shape[1:], x.dtype, [x])
+            self.emit("%s = %s[%d:].as_nd_ndarray()" % (v.name, X, b), fam)
+        elif k == 8:  # a data-dependent shape: observed, not used later
+            self.emit("OBS.append(R(%s[%s > %s]))" % (X, X, self.scalar()), fam, risky=True)
+        elif k == 9 and not x.grad:  # writes through the view into x
+            view = self.name("n")
+            c = self.scalar()
+            forms = ["{v}[{i}] = {c}", "{v} += {c}", "{v} *= {c}", "{v}[:] = mx.np.tanh({v})",
+                     "{v}[{i}] = {v}[{i}] * 2"]
+            text = r.choice(forms).format(v=view, i=r.randrange(x.shape[0]), c=c)
+            self.emit("%s = %s\n%s" % (view, X, text), fam, risky=self.in_record > 0)
+        else:
+            v = self.result(x.shape, "float64" if x.dtype == "float32" else "float32", [x])
+            self.emit("%s = %s.astype('%s').as_nd_ndarray()" % (v.name, X, v.dtype), fam)
 
 
 def state_for(gen, w, dt):
