@@ -219,6 +219,25 @@ def test_tanh_is_eagers_and_odd_near_zero():
     assert_bitwise(signed_zero, np.array([0.0, -0.0], F32))
 
 
+def test_tanh_of_vectors_below_one_is_eagers():
+    """A vector of tanh inputs whose lanes are all below 1 in magnitude takes a shorter form of
+    the same algorithm (vmath.h, tanhf_fdlibm_below_one). Every 97th float in (-1, 1) by its bits,
+    in order (whole vectors below 1), then the same inputs with one lane in eight replaced by
+    values at and above 1 (mixed vectors: the full form), against eager's nd.tanh bit for bit."""
+    bits = np.arange(0, 0x3F800000, 97, dtype=np.uint32)
+    below = bits.view(F32)
+    x = np.concatenate([below, -below, np.array([np.nextafter(F32(1), F32(0)), -np.nextafter(F32(1), F32(0))], F32)])
+    mixed = x.copy()
+    mixed[3::8] = np.resize(np.array([1.0, -1.0, 1.0000001, 7.5, 22.0, np.inf, np.nan, 0.5], F32),
+                            mixed[3::8].shape)
+    for inputs in (x, mixed):
+        got = fused([nd(inputs)], "ld 0;tanh 0", "1").asnumpy()
+        want = mx.nd.tanh(nd(inputs)).asnumpy()
+        differ = (got.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(got) & np.isnan(want))
+        assert not differ.any(), "%d differ, e.g. x=%r: %r vs %r" % (
+            differ.sum(), inputs[differ][0], got[differ][0], want[differ][0])
+
+
 # --------------------------------------------------------------- arithmetic, bit-exact
 
 def _values(shape, seed):
