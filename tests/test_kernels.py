@@ -219,18 +219,21 @@ def test_tanh_is_eagers_and_odd_near_zero():
     assert_bitwise(signed_zero, np.array([0.0, -0.0], F32))
 
 
-def test_tanh_of_vectors_below_one_is_eagers():
-    """A vector of tanh inputs whose lanes are all below 1 in magnitude takes a shorter form of
-    the same algorithm (vmath.h, tanhf_fdlibm_below_one). Every 97th float in (-1, 1) by its bits,
-    in order (whole vectors below 1), then the same inputs with one lane in eight replaced by
-    values at and above 1 (mixed vectors: the full form), against eager's nd.tanh bit for bit."""
-    bits = np.arange(0, 0x3F800000, 97, dtype=np.uint32)
-    below = bits.view(F32)
-    x = np.concatenate([below, -below, np.array([np.nextafter(F32(1), F32(0)), -np.nextafter(F32(1), F32(0))], F32)])
-    mixed = x.copy()
+def test_tanh_of_tiles_below_or_from_one_is_eagers():
+    """A kernel tile of tanh inputs all below 1 in magnitude, or all at least 1, takes a shorter
+    form of the same algorithm (vmath.h: tanhf_fdlibm_below_one, tanhf_fdlibm_from_one). Every
+    97th float below 1 by its bits, every 97th from 1 up (inf and NaNs included), both signs;
+    then tiles that mix the two (one lane in eight above 1; and tiles below 1 but for one input
+    past the first 16, which the form's choice must still see): eager's nd.tanh bit for bit."""
+    below = np.arange(0, 0x3F800000, 97, dtype=np.uint32).view(F32)
+    above = np.arange(0x3F800000, 0x80000000, 97, dtype=np.uint32).view(F32)
+    mixed = np.concatenate([below, -below])
     mixed[3::8] = np.resize(np.array([1.0, -1.0, 1.0000001, 7.5, 22.0, np.inf, np.nan, 0.5], F32),
                             mixed[3::8].shape)
-    for inputs in (x, mixed):
+    late = np.concatenate([below, -below])
+    at = np.arange(40, late.size, 512)  # kernels run tiles of 512
+    late[at] = np.linspace(1.0, 9.0, at.size, dtype=F32)
+    for inputs in (np.concatenate([below, -below]), np.concatenate([above, -above]), mixed, late):
         got = fused([nd(inputs)], "ld 0;tanh 0", "1").asnumpy()
         want = mx.nd.tanh(nd(inputs)).asnumpy()
         differ = (got.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(got) & np.isnan(want))

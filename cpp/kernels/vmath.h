@@ -11,10 +11,11 @@
 //    reproduces glibc's algorithms (checked against the running libm: libm_check.h).
 //    Measured in a stand-alone loop (g++ -O3, target avx2) over 1M floats in [-7, 7], one
 //    core of this machine kind, ns per element: tanh 3.2 (glibc's scalar tanhf 11.5; the correctly rounded tanh this file
-//    had before, 1.8, differed from eager's bits on 14% of inputs), exp 1.0. For vectors whose
-//    lanes are all below 1 in magnitude tanh takes a shorter form of the same algorithm: 2.49
-//    -> 1.64 ns an element over uniform(-1, 1), 2.48 -> 2.57 over uniform(-3, 3) (the test per
-//    vector), cpp/kernels/dev/tanh_check.cc.
+//    had before, 1.8, differed from eager's bits on 14% of inputs), exp 1.0. A kernel tile of
+//    tanh inputs all below 1 in magnitude, or all at least 1, takes a shorter form of the same
+//    algorithm (tanhf_fdlibm_loop): in tiles of 512, uniform(-1, 1) 2.36 -> 1.46 ns an element,
+//    uniform(1, 7) 2.36 -> 1.58, mixed tiles (uniform(-3, 3)) unchanged at 2.36
+//    (cpp/kernels/dev/tanh_check.cc, which also checks the loop on all 2^32 inputs).
 //  - exp_core / log_core below, in double precision, rounded once (< 0.51 ulp): the
 //    instructions sigmoid and softrelu, MXNet's Activation forms. The fuser does not emit
 //    those today (eager runs Activation through oneDNN, whose results neither libm nor these
@@ -319,27 +320,104 @@ VM_INLINE F tanhf_fdlibm_below_one(F x) {
   return y;
 }
 
-// d[j] = tanhf(a[j]) a vector V (F8, or F16 in vmath_avx512.cc) at a time, then the tail
-// one by one. Every lane runs the same float operations whatever the width, so the width
-// changes no bit. A vector whose lanes are all below 1 in magnitude (most activations) takes
-// tanhf_fdlibm_below_one, the same bits for less work. Everything here is always_inline: a
-// vector must never cross a call between code built for different ISAs.
-template <class V>
-VM_INLINE void tanhf_fdlibm_loop(float* __restrict d, const float* __restrict a, int64_t n) {
+// tanhf_fdlibm for |x| >= 1 (inf and NaN included): 1 - 2/(t + 2) with t = expm1f(2|x|). The
+// argument of expm1 is then at least 2, so its k is at least 3 (or garbage past 2^31, where
+// tanh is +-1 anyway) and only 'mid', 'high' and 'far' can be chosen; one division instead of
+// two. As in tanhf_fdlibm_below_one, each remaining operation is tanhf_fdlibm's for such a lane.
+template <class F>
+VM_INLINE F tanhf_fdlibm_from_one(F x) {
+  using L = Lanes<F>;
+  using I = typename L::I;
+  using U = typename L::U;
+  const float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f, kInvLn2 = 1.4426950216e+00f;
+  const float Q1 = -3.3333335072e-02f, Q2 = 1.5873016091e-03f, Q3 = -7.9365076090e-05f,
+              Q4 = 4.0082177293e-06f, Q5 = -2.0109921195e-07f;
+  const U jx = L::as_u(x);
+  const U ix = jx & 0x7fffffffu;
+  const auto negative = (jx >> 31) != 0u;
+  const F ax = L::as_f(ix);
+  // expm1f(m), m = 2|x| >= 2: positive, past one_step's range, always reduced
+  const F m = 2.0f * ax;
+  const I k = L::to_i(kInvLn2 * m + (F{} + 0.5f));
+  const F tk = L::to_f(k);
+  const F hi = m - tk * kLn2Hi;
+  const F lo = tk * kLn2Lo;
+  const F r = hi - lo;
+  const F c = (hi - r) - lo;
+  const F hfx = 0.5f * r, hxs = r * hfx;
+  const F r1 = 1.0f + hxs * (Q1 + hxs * (Q2 + hxs * (Q3 + hxs * (Q4 + hxs * Q5))));
+  const F t3 = 3.0f - r1 * hfx;
+  const F e0 = hxs * ((r1 - t3) / (6.0f - r * t3));
+  const F e = (r * (e0 - c) - c) - hxs;
+  I kc = k < -126 ? I{} - 126 : k;
+  kc = kc > 127 ? I{} + 127 : kc;
+  const F two_k = L::as_f((L::i_to_u(kc) << 23) + 0x3f800000u);
+  const I k_small = (k > 0 && k < 23) ? k : I{} + 1;
+  const I k_large = (k >= 23 && k <= 56) ? k : I{} + 23;
+  const F one_minus_2mk = L::as_f(0x3f800000u - ((U{} + 0x1000000u) >> L::i_to_u(k_small)));
+  const F two_mk = L::as_f(L::i_to_u(0x7f - k_large) << 23);
+  const F far = (1.0f - (e - r)) * two_k - 1.0f;
+  const F mid = (one_minus_2mk - (e - r)) * two_k;
+  const F high = ((r - (e + two_mk)) + 1.0f) * two_k;
+  F t = k < 23 ? mid : high;
+  t = (k <= -2 || k > 56) ? far : t;
+  F z = 1.0f - 2.0f / (t + 2.0f);
+  z = ix >= 0x41b00000u ? F{} + 1.0f : z;
+  F y = negative ? -z : z;
+  y = ix >= 0x7f800000u ? (negative ? F{} - 1.0f : F{} + 1.0f) : y;  // +-inf
+  y = ix > 0x7f800000u ? x + x : y;                                // NaN
+  return y;
+}
+
+// tanhf_fdlibm in one of its forms: 0 the full one, 1 below one, 2 from one.
+template <int kForm, class F>
+VM_INLINE F tanhf_form(F x) {
+  if constexpr (kForm == 1) return tanhf_fdlibm_below_one<F>(x);
+  else if constexpr (kForm == 2) return tanhf_fdlibm_from_one<F>(x);
+  else return tanhf_fdlibm<F>(x);
+}
+
+// d[j] = tanhf(a[j]) in form kForm, a vector V at a time, then the tail one by one.
+template <int kForm, class V>
+VM_INLINE void tanhf_form_loop(float* __restrict d, const float* __restrict a, int64_t n) {
   constexpr int64_t kLanes = sizeof(V) / sizeof(float);
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     V x;
     std::memcpy(&x, a + j, sizeof x);
-    const auto big = (Lanes<V>::as_u(x) & 0x7fffffffu) >= 0x3f800000u;  // lanes of -1 where |x| >= 1
-    uint64_t words[sizeof(V) / 8];
-    std::memcpy(words, &big, sizeof words);
-    uint64_t any = 0;
-    for (uint64_t w : words) any |= w;
-    const V y = any ? tanhf_fdlibm<V>(x) : tanhf_fdlibm_below_one<V>(x);
+    const V y = tanhf_form<kForm, V>(x);
     std::memcpy(d + j, &y, sizeof y);
   }
-  for (; j < n; ++j) d[j] = tanhf_fdlibm<float>(a[j]);
+  for (; j < n; ++j) d[j] = tanhf_form<kForm, float>(a[j]);
+}
+
+// d[j] = tanhf(a[j]) a vector V (F8, or F16 in vmath_avx512.cc) at a time. Every lane runs the
+// same float operations whatever the width, so the width changes no bit. A block (a kernel's
+// tile) whose inputs are all below 1 in magnitude (W2's, say) takes tanhf_fdlibm_below_one, one
+// whose inputs are all at least 1 tanhf_fdlibm_from_one: the same bits for less work; a mixed
+// block the full form. Everything here is
+// always_inline: a vector must never cross a call between code built for different ISAs.
+template <class V>
+VM_INLINE void tanhf_fdlibm_loop(float* __restrict d, const float* __restrict a, int64_t n) {
+  // The range of |x|'s bits: the first 16 inputs, then (unless those already mix magnitudes
+  // below and above 1, as most inputs of a mixed block do) all of them, in a loop that
+  // vectorizes (unsigned min and max).
+  uint32_t lo = 0xffffffffu, hi = 0;
+  auto range = [&](int64_t from, int64_t to) __attribute__((always_inline)) {
+    for (int64_t i = from; i < to; ++i) {
+      uint32_t u;
+      std::memcpy(&u, a + i, sizeof u);
+      u &= 0x7fffffffu;
+      lo = u < lo ? u : lo;
+      hi = u > hi ? u : hi;
+    }
+  };
+  const int64_t head = n < 16 ? n : 16;
+  range(0, head);
+  if (!(lo < 0x3f800000u && hi >= 0x3f800000u)) range(head, n);
+  if (hi < 0x3f800000u) tanhf_form_loop<1, V>(d, a, n);
+  else if (lo >= 0x3f800000u) tanhf_form_loop<2, V>(d, a, n);
+  else tanhf_form_loop<0, V>(d, a, n);
 }
 
 // expf of glibc 2.27+ (from Arm's optimized-routines): x/ln2 = (k + r)/32 with a 32-entry
