@@ -20,12 +20,33 @@ def _isolate(isolated_runtime):
     yield
 
 
-def test_the_pass_is_off_in_the_process():
-    # MXNet reads it with getenv: the C environment is what counts, not only os.environ.
+def _c_getenv(name):
+    """The C environment's value (MXNet reads it with getenv), not os.environ's copy."""
     libc = ctypes.CDLL(None)
     libc.getenv.restype = ctypes.c_char_p
+    return libc.getenv(name.encode())
+
+
+def test_the_pass_is_off_in_the_process():
     assert os.environ.get("MXNET_ELIMINATE_COMMON_EXPR") == "0"
-    assert libc.getenv(b"MXNET_ELIMINATE_COMMON_EXPR") == b"0"
+    assert _c_getenv("MXNET_ELIMINATE_COMMON_EXPR") == b"0"
+
+
+def test_set_back_to_one_after_import_is_undone_before_a_graph_is_built(capsys):
+    """A user who turns the pass on again after importing minpy_jit gets it turned off before
+    jit() builds its next graph, with a warning, and the graph's values are eager's."""
+    x = arr(rand(3, 4, seed=5))
+    want = [x * 1.1, (x * 1.1).copy()]
+    os.environ["MXNET_ELIMINATE_COMMON_EXPR"] = "1"
+    try:
+        with minpy_jit.jit():
+            a = x * 1.1
+            b = a.copy()
+        assert_same(want, [a, b], rtol=0)
+        assert _c_getenv("MXNET_ELIMINATE_COMMON_EXPR") == b"0"
+        assert "MXNET_ELIMINATE_COMMON_EXPR was '1'; set back to 0" in capsys.readouterr().err
+    finally:
+        os.environ["MXNET_ELIMINATE_COMMON_EXPR"] = "0"
 
 
 @pytest.mark.parametrize("fuse", [False, True])

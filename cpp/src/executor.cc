@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <unordered_set>
 
@@ -52,12 +54,29 @@ std::shared_ptr<const KernelLaunch> plan_launch(const Executor& exe, const Trace
   return plan_kernel_launch(exe.json, exe.input_values, input_elems, head_elems, cpu_float32, dev_id);
 }
 
+// MXNet's CachedOp merges nodes with the same op, attributes and inputs unless
+// MXNET_ELIMINATE_COMMON_EXPR is 0, reading it when a CachedOp is made and at its first run on a
+// context; in our graphs the merge gave wrong values (minpy_jit/__init__.py sets 0 at import,
+// tests/test_common_expressions.py). Changed since, it is set back, with a warning, before a graph
+// is built (the CachedOps made later from a built graph are not checked).
+void keep_common_expr_off() {
+  static const char kName[] = "MXNET_ELIMINATE_COMMON_EXPR";
+  const char* v = std::getenv(kName);
+  if (v && std::strcmp(v, "0") == 0) return;
+  const std::string was = v ? "'" + std::string(v) + "'" : "unset";
+  setenv(kName, "0", 1);
+  log_line(std::string("minpy_jit: WARNING: ") + kName + " was " + was + "; set back to 0 for the process: MXNet's " +
+           "merging of identical nodes gives wrong values in jit() graphs (see README)");
+}
+
 }  // namespace
+
 
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
                                   std::unordered_set<std::string>* nondiff, bool fuse, LoweredGraph* lowered_out,
                                   bool per_op_autograd) {
   auto t0 = std::chrono::steady_clock::now();
+  keep_common_expr_off();
   for (int attempt = 0;; ++attempt) {
     // The set this attempt lowers with: another thread's compile may add to the shared one
     // while this one runs without the GIL, and a refusal naming an op this attempt did not yet
