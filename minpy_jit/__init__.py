@@ -24,7 +24,8 @@ import mxnet  # noqa: F401  (must be loaded before the extension: it provides li
 # on a context). Eagerly every op runs, and in our graphs the merge gave wrong values: two copies
 # of one value, one written into an input array, left other outputs computed from swapped inputs
 # (fuzz seed 6111096, tests/test_common_expressions.py). It is off for the whole process, users'
-# own hybridized blocks included: that costs them only the merge, never a result.
+# own hybridized blocks included: that costs them only the merge, never a result. Should it change
+# later, compile() (cpp/src/executor.cc) sets it back before building a graph.
 os.environ["MXNET_ELIMINATE_COMMON_EXPR"] = "0"
 
 # A dist kvstore's server runs its service loop from inside `import mxnet` (kvstore_server.py),
