@@ -200,55 +200,104 @@ template <> struct Lanes<F16> {
 
 // expm1f of the classic fdlibm float algorithm (glibc's sysdeps/ieee754/flt-32 s_expm1f):
 // reduce x = k*ln2 + r (r split hi/lo), a rational approximation of expm1 on r, then one
-// of six reconstructions chosen by k. All six are computed and one selected.
+// of six reconstructions chosen by k. The pieces below are shared by expm1f_fdlibm, which
+// computes all six and selects one, and tanh's shorter forms, which compute only those their
+// arguments can reach: each runs the same float operations in the same order.
+constexpr float kExpm1Ln2Hi = 6.9313812256e-01f, kExpm1Ln2Lo = 9.0580006145e-06f, kExpm1InvLn2 = 1.4426950216e+00f;
+
+// The rational approximation on the reduced argument r (c: the reduction's correction).
+template <class F>
+struct Expm1Core {
+  F hxs, e0, e;  // fdlibm's names: r*r/2, the approximation's correction term, and e
+};
+template <class F>
+VM_INLINE Expm1Core<F> expm1f_core(F r, F c) {
+  const float Q1 = -3.3333335072e-02f, Q2 = 1.5873016091e-03f, Q3 = -7.9365076090e-05f,
+              Q4 = 4.0082177293e-06f, Q5 = -2.0109921195e-07f;
+  const F hfx = 0.5f * r, hxs = r * hfx;
+  const F r1 = 1.0f + hxs * (Q1 + hxs * (Q2 + hxs * (Q3 + hxs * (Q4 + hxs * Q5))));
+  const F t = 3.0f - r1 * hfx;
+  const F e0 = hxs * ((r1 - t) / (6.0f - r * t));
+  return {hxs, e0, (r * (e0 - c) - c) - hxs};
+}
+
+// 2^k as a float, k clamped to the exponent's range.
+template <class F>
+VM_INLINE F expm1f_two_k(typename Lanes<F>::I k) {
+  using L = Lanes<F>;
+  using I = typename L::I;
+  I kc = k < -126 ? I{} - 126 : k;
+  kc = kc > 127 ? I{} + 127 : kc;
+  return L::as_f((L::i_to_u(kc) << 23) + 0x3f800000u);
+}
+
+// The reconstructions for k <= -2 or k >= 2 ('far' below -1 and above 56, 'mid' up to 22,
+// 'high' from 23), selected by k.
+template <class F>
+VM_INLINE F expm1f_reconstruct_wide(F r, F e, typename Lanes<F>::I k) {
+  using L = Lanes<F>;
+  using I = typename L::I;
+  using U = typename L::U;
+  const F two_k = expm1f_two_k<F>(k);
+  const I k_small = (k > 0 && k < 23) ? k : I{} + 1;  // keeps the shifts defined in unused lanes
+  const I k_large = (k >= 23 && k <= 56) ? k : I{} + 23;
+  const F one_minus_2mk = L::as_f(0x3f800000u - ((U{} + 0x1000000u) >> L::i_to_u(k_small)));  // 1 - 2^-k
+  const F two_mk = L::as_f(L::i_to_u(0x7f - k_large) << 23);                               // 2^-k
+  const F far = (1.0f - (e - r)) * two_k - 1.0f;     // k <= -2 or k > 56
+  const F mid = (one_minus_2mk - (e - r)) * two_k;   // 2 <= k < 23
+  const F high = ((r - (e + two_mk)) + 1.0f) * two_k;  // 23 <= k <= 56
+  const F y = k < 23 ? mid : high;
+  return (k <= -2 || k > 56) ? far : y;
+}
+
 template <class F>
 VM_INLINE F expm1f_fdlibm(F x) {
   using L = Lanes<F>;
   using I = typename L::I;
   using U = typename L::U;
-  const float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f, kInvLn2 = 1.4426950216e+00f;
-  const float Q1 = -3.3333335072e-02f, Q2 = 1.5873016091e-03f, Q3 = -7.9365076090e-05f,
-              Q4 = 4.0082177293e-06f, Q5 = -2.0109921195e-07f;
   const U bits = L::as_u(x);
   const U hx = bits & 0x7fffffffu;
   const auto negative = (bits >> 31) != 0u;
   // |x| in (ln2/2, 3ln2/2): k = +-1 with the split of ln2 itself; beyond: k = round(x/ln2).
   const auto one_step = hx < 0x3F851592u;
-  const I k_round = L::to_i(kInvLn2 * x + (negative ? F{} - 0.5f : F{} + 0.5f));
+  const I k_round = L::to_i(kExpm1InvLn2 * x + (negative ? F{} - 0.5f : F{} + 0.5f));
   const F tk = L::to_f(k_round);
-  const F hi = one_step ? x - (negative ? F{} - kLn2Hi : F{} + kLn2Hi) : x - tk * kLn2Hi;
-  const F lo = one_step ? (negative ? F{} - kLn2Lo : F{} + kLn2Lo) : tk * kLn2Lo;
+  const F hi = one_step ? x - (negative ? F{} - kExpm1Ln2Hi : F{} + kExpm1Ln2Hi) : x - tk * kExpm1Ln2Hi;
+  const F lo = one_step ? (negative ? F{} - kExpm1Ln2Lo : F{} + kExpm1Ln2Lo) : tk * kExpm1Ln2Lo;
   const F reduced = hi - lo;
   const auto reduce = hx > 0x3eb17218u;  // |x| > ln2/2
   I k = one_step ? (negative ? I{} - 1 : I{} + 1) : k_round;
   k = reduce ? k : I{};
   const F r = reduce ? reduced : x;
   const F c = reduce ? (hi - reduced) - lo : F{};
-  const F hfx = 0.5f * r, hxs = r * hfx;
-  const F r1 = 1.0f + hxs * (Q1 + hxs * (Q2 + hxs * (Q3 + hxs * (Q4 + hxs * Q5))));
-  const F t = 3.0f - r1 * hfx;
-  const F e0 = hxs * ((r1 - t) / (6.0f - r * t));
-  const F e = (r * (e0 - c) - c) - hxs;
-  I kc = k < -126 ? I{} - 126 : k;
-  kc = kc > 127 ? I{} + 127 : kc;
-  const F two_k = L::as_f((L::i_to_u(kc) << 23) + 0x3f800000u);
-  const I k_small = (k > 0 && k < 23) ? k : I{} + 1;  // keeps the shifts defined in unused lanes
-  const I k_large = (k >= 23 && k <= 56) ? k : I{} + 23;
-  const F one_minus_2mk = L::as_f(0x3f800000u - ((U{} + 0x1000000u) >> L::i_to_u(k_small)));  // 1 - 2^-k
-  const F two_mk = L::as_f(L::i_to_u(0x7f - k_large) << 23);                               // 2^-k
-  const F at_k0 = r - (r * e0 - hxs);
-  const F at_km1 = 0.5f * (r - e) - 0.5f;
-  const F at_k1 = r < -0.25f ? -2.0f * (e - (r + 0.5f)) : 1.0f + 2.0f * (r - e);
-  const F far = (1.0f - (e - r)) * two_k - 1.0f;     // k <= -2 or k > 56
-  const F mid = (one_minus_2mk - (e - r)) * two_k;   // 2 <= k < 23
-  const F high = ((r - (e + two_mk)) + 1.0f) * two_k;  // 23 <= k <= 56
+  const Expm1Core<F> m = expm1f_core<F>(r, c);
+  const F at_k0 = r - (r * m.e0 - m.hxs);
+  const F at_km1 = 0.5f * (r - m.e) - 0.5f;
+  const F at_k1 = r < -0.25f ? -2.0f * (m.e - (r + 0.5f)) : 1.0f + 2.0f * (r - m.e);
   // Lowest priority first: each later select overrides the earlier ones.
-  F y = k < 23 ? mid : high;
-  y = (k <= -2 || k > 56) ? far : y;
+  F y = expm1f_reconstruct_wide<F>(r, m.e, k);
   y = k == 1 ? at_k1 : y;
   y = k == -1 ? at_km1 : y;
   y = k == 0 ? at_k0 : y;
   return hx < 0x33000000u ? x : y;  // |x| < 2^-25: x itself
+}
+
+// tanh's sign and special cases around z = tanh(|x|): tiny x (below 2^-55, where |x| may be
+// that small) and infinities and NaN (where x may be one).
+template <bool kTiny, bool kInfNan, class F>
+VM_INLINE F tanhf_signed(F x, F z) {
+  using L = Lanes<F>;
+  using U = typename L::U;
+  const U jx = L::as_u(x);
+  const U ix = jx & 0x7fffffffu;
+  const auto negative = (jx >> 31) != 0u;
+  F y = negative ? -z : z;
+  if constexpr (kTiny) y = ix < 0x24000000u ? x * (1.0f + x) : y;  // |x| < 2^-55, and +-0
+  if constexpr (kInfNan) {
+    y = ix >= 0x7f800000u ? (negative ? F{} - 1.0f : F{} + 1.0f) : y;  // +-inf
+    y = ix > 0x7f800000u ? x + x : y;                                // NaN
+  }
+  return y;
 }
 
 // tanhf of fdlibm (glibc's s_tanhf): 1 - 2/(expm1(2|x|) + 2) for |x| >= 1,
@@ -257,19 +306,13 @@ template <class F>
 VM_INLINE F tanhf_fdlibm(F x) {
   using L = Lanes<F>;
   using U = typename L::U;
-  const U jx = L::as_u(x);
-  const U ix = jx & 0x7fffffffu;
-  const auto negative = (jx >> 31) != 0u;
+  const U ix = L::as_u(x) & 0x7fffffffu;
   const F ax = L::as_f(ix);
   const auto ge1 = ix >= 0x3f800000u;
   const F t = expm1f_fdlibm<F>(ge1 ? 2.0f * ax : -2.0f * ax);
   F z = ge1 ? 1.0f - 2.0f / (t + 2.0f) : -t / (t + 2.0f);
   z = ix >= 0x41b00000u ? F{} + 1.0f : z;
-  F y = negative ? -z : z;
-  y = ix < 0x24000000u ? x * (1.0f + x) : y;                     // |x| < 2^-55, and +-0
-  y = ix >= 0x7f800000u ? (negative ? F{} - 1.0f : F{} + 1.0f) : y;  // +-inf
-  y = ix > 0x7f800000u ? x + x : y;                                // NaN
-  return y;
+  return tanhf_signed<true, true, F>(x, z);
 }
 
 // tanhf_fdlibm for |x| < 1 only: -t/(t + 2) with t = expm1f(-2|x|). The argument of expm1 is
@@ -282,42 +325,28 @@ VM_INLINE F tanhf_fdlibm_below_one(F x) {
   using L = Lanes<F>;
   using I = typename L::I;
   using U = typename L::U;
-  const float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f, kInvLn2 = 1.4426950216e+00f;
-  const float Q1 = -3.3333335072e-02f, Q2 = 1.5873016091e-03f, Q3 = -7.9365076090e-05f,
-              Q4 = 4.0082177293e-06f, Q5 = -2.0109921195e-07f;
-  const U jx = L::as_u(x);
-  const U ix = jx & 0x7fffffffu;
-  const auto negative = (jx >> 31) != 0u;
-  const F ax = L::as_f(ix);
   // expm1f(m), m = -2|x| in (-2, 0]: always negative (-0 for x = +-0)
-  const F m = -2.0f * ax;
+  const F m = -2.0f * L::as_f(L::as_u(x) & 0x7fffffffu);
   const U hm = L::as_u(m) & 0x7fffffffu;
   const auto one_step = hm < 0x3F851592u;
-  const I k_round = L::to_i(kInvLn2 * m + (F{} - 0.5f));
+  const I k_round = L::to_i(kExpm1InvLn2 * m + (F{} - 0.5f));
   const F tk = L::to_f(k_round);
-  const F hi = one_step ? m - (F{} - kLn2Hi) : m - tk * kLn2Hi;
-  const F lo = one_step ? F{} - kLn2Lo : tk * kLn2Lo;
+  const F hi = one_step ? m - (F{} - kExpm1Ln2Hi) : m - tk * kExpm1Ln2Hi;
+  const F lo = one_step ? F{} - kExpm1Ln2Lo : tk * kExpm1Ln2Lo;
   const F reduced = hi - lo;
   const auto reduce = hm > 0x3eb17218u;
   I k = one_step ? I{} - 1 : k_round;
   k = reduce ? k : I{};
   const F r = reduce ? reduced : m;
   const F c = reduce ? (hi - reduced) - lo : F{};
-  const F hfx = 0.5f * r, hxs = r * hfx;
-  const F r1 = 1.0f + hxs * (Q1 + hxs * (Q2 + hxs * (Q3 + hxs * (Q4 + hxs * Q5))));
-  const F t3 = 3.0f - r1 * hfx;
-  const F e0 = hxs * ((r1 - t3) / (6.0f - r * t3));
-  const F e = (r * (e0 - c) - c) - hxs;
-  const F two_k = L::as_f((L::i_to_u(k) << 23) + 0x3f800000u);  // k >= -3: no clamp
-  const F at_k0 = r - (r * e0 - hxs);
-  const F at_km1 = 0.5f * (r - e) - 0.5f;
-  const F far = (1.0f - (e - r)) * two_k - 1.0f;
+  const Expm1Core<F> p = expm1f_core<F>(r, c);
+  const F at_k0 = r - (r * p.e0 - p.hxs);
+  const F at_km1 = 0.5f * (r - p.e) - 0.5f;
+  const F two_k = L::as_f((L::i_to_u(k) << 23) + 0x3f800000u);  // k >= -3: expm1f_two_k's clamp does nothing
+  const F far = (1.0f - (p.e - r)) * two_k - 1.0f;
   F t = k == 0 ? at_k0 : (k == -1 ? at_km1 : far);
   t = hm < 0x33000000u ? m : t;  // |m| < 2^-25: m itself
-  const F z = -t / (t + 2.0f);
-  F y = negative ? -z : z;
-  y = ix < 0x24000000u ? x * (1.0f + x) : y;  // |x| < 2^-55, and +-0
-  return y;
+  return tanhf_signed<true, false, F>(x, -t / (t + 2.0f));
 }
 
 // tanhf_fdlibm for |x| >= 1 (inf and NaN included): 1 - 2/(t + 2) with t = expm1f(2|x|). The
@@ -329,44 +358,19 @@ VM_INLINE F tanhf_fdlibm_from_one(F x) {
   using L = Lanes<F>;
   using I = typename L::I;
   using U = typename L::U;
-  const float kLn2Hi = 6.9313812256e-01f, kLn2Lo = 9.0580006145e-06f, kInvLn2 = 1.4426950216e+00f;
-  const float Q1 = -3.3333335072e-02f, Q2 = 1.5873016091e-03f, Q3 = -7.9365076090e-05f,
-              Q4 = 4.0082177293e-06f, Q5 = -2.0109921195e-07f;
-  const U jx = L::as_u(x);
-  const U ix = jx & 0x7fffffffu;
-  const auto negative = (jx >> 31) != 0u;
-  const F ax = L::as_f(ix);
+  const U ix = L::as_u(x) & 0x7fffffffu;
   // expm1f(m), m = 2|x| >= 2: positive, past one_step's range, always reduced
-  const F m = 2.0f * ax;
-  const I k = L::to_i(kInvLn2 * m + (F{} + 0.5f));
+  const F m = 2.0f * L::as_f(ix);
+  const I k = L::to_i(kExpm1InvLn2 * m + (F{} + 0.5f));
   const F tk = L::to_f(k);
-  const F hi = m - tk * kLn2Hi;
-  const F lo = tk * kLn2Lo;
+  const F hi = m - tk * kExpm1Ln2Hi;
+  const F lo = tk * kExpm1Ln2Lo;
   const F r = hi - lo;
-  const F c = (hi - r) - lo;
-  const F hfx = 0.5f * r, hxs = r * hfx;
-  const F r1 = 1.0f + hxs * (Q1 + hxs * (Q2 + hxs * (Q3 + hxs * (Q4 + hxs * Q5))));
-  const F t3 = 3.0f - r1 * hfx;
-  const F e0 = hxs * ((r1 - t3) / (6.0f - r * t3));
-  const F e = (r * (e0 - c) - c) - hxs;
-  I kc = k < -126 ? I{} - 126 : k;
-  kc = kc > 127 ? I{} + 127 : kc;
-  const F two_k = L::as_f((L::i_to_u(kc) << 23) + 0x3f800000u);
-  const I k_small = (k > 0 && k < 23) ? k : I{} + 1;
-  const I k_large = (k >= 23 && k <= 56) ? k : I{} + 23;
-  const F one_minus_2mk = L::as_f(0x3f800000u - ((U{} + 0x1000000u) >> L::i_to_u(k_small)));
-  const F two_mk = L::as_f(L::i_to_u(0x7f - k_large) << 23);
-  const F far = (1.0f - (e - r)) * two_k - 1.0f;
-  const F mid = (one_minus_2mk - (e - r)) * two_k;
-  const F high = ((r - (e + two_mk)) + 1.0f) * two_k;
-  F t = k < 23 ? mid : high;
-  t = (k <= -2 || k > 56) ? far : t;
+  const Expm1Core<F> p = expm1f_core<F>(r, (hi - r) - lo);
+  const F t = expm1f_reconstruct_wide<F>(r, p.e, k);
   F z = 1.0f - 2.0f / (t + 2.0f);
   z = ix >= 0x41b00000u ? F{} + 1.0f : z;
-  F y = negative ? -z : z;
-  y = ix >= 0x7f800000u ? (negative ? F{} - 1.0f : F{} + 1.0f) : y;  // +-inf
-  y = ix > 0x7f800000u ? x + x : y;                                // NaN
-  return y;
+  return tanhf_signed<false, true, F>(x, z);
 }
 
 // tanhf_fdlibm in one of its forms: 0 the full one, 1 below one, 2 from one.

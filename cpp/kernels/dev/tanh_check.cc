@@ -6,8 +6,9 @@
 // argument it times the loop instead (ns an element over 1M floats, best of 15, one core).
 // From the repo root, about a minute (tanh_lanes_check.cc checks the AVX-512 loop, on an
 // AVX-512 CPU):
-//   g++ -O3 -ffp-contract=off -fno-math-errno -fno-trapping-math -std=c++17 -mavx2 -Icpp/kernels \
-//       cpp/kernels/dev/tanh_check.cc cpp/kernels/libm_check.cc -o /tmp/tanh_check && /tmp/tanh_check [time]
+//   g++ -O3 -ffp-contract=off -fno-math-errno -fno-trapping-math -std=c++17 -mavx2 -Icpp/kernels
+//       cpp/kernels/dev/tanh_check.cc cpp/kernels/libm_check.cc -o /tmp/tanh_check   (one line)
+//   /tmp/tanh_check [time]
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
