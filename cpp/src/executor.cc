@@ -71,7 +71,6 @@ void keep_common_expr_off() {
 
 }  // namespace
 
-
 std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSpec>& outputs,
                                   std::unordered_set<std::string>* nondiff, bool fuse, LoweredGraph* lowered_out,
                                   bool per_op_autograd) {
