@@ -76,6 +76,24 @@ def _block(x, w):
     return y, z * 0.5
 
 
+def _block_profiled(hook, x0, w0):
+    """_block on new arrays of x0 and w0 inside jit(), with `hook` as the profile function:
+    (x, w, the outputs it got to, whether a KeyboardInterrupt left the block). The arrays are
+    made before the hook is set, and the caller's earlier ones are freed after it is removed, so
+    every run has the same check points."""
+    x, w = nd.array(x0), nd.array(w0)
+    out = []
+    sys.setprofile(hook)
+    try:
+        with minpy_jit.jit():
+            out = list(_block(x, w))  # kept (freed inside the scope, they would add check points)
+    except KeyboardInterrupt:
+        return x, w, out, True
+    finally:
+        sys.setprofile(None)
+    return x, w, out, False
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts inside __del__
 def test_keyboard_interrupt_anywhere_in_a_scope_leaves_it_consistent():
     """tests/stress/interrupt.py: a KeyboardInterrupt at a check point in jit()'s own Python
@@ -90,39 +108,25 @@ def test_keyboard_interrupt_anywhere_in_a_scope_leaves_it_consistent():
     w0 = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
     x, w = nd.array(x0), nd.array(w0)
     y_want, z_want = [a.asnumpy() for a in _block(x, w)]
-    # Count the check points of exactly the run interrupted below (inputs made outside the
-    # hook), from the cache: counting a different run made most k fall past the end of the
-    # block, and how many did depended on the tests run before.
+    # Count the check points of exactly the run interrupted below, from the cache: counting a
+    # different run made most k fall past the end of the block, and how many did depended on the
+    # tests run before.
     for _ in range(2):
-        x, w = nd.array(x0), nd.array(w0)
-        out = []
         hook, seen, _ = _interrupt_at(None)
-        sys.setprofile(hook)
-        try:
-            with minpy_jit.jit():
-                out = list(_block(x, w))  # kept, as below (freed inside the scope, they add check points)
-        finally:
-            sys.setprofile(None)
+        _block_profiled(hook, x0, w0)
     total = seen[0]
     assert total > 20
     interrupted = swallowed_in_del = 0
     for k in range(1, total + 1):
         try:
-            x, w = nd.array(x0), nd.array(w0)
-            out = []
             hook, _, in_del = _interrupt_at(k)
-            sys.setprofile(hook)
-            try:
-                with minpy_jit.jit():
-                    out = list(_block(x, w))
-            except KeyboardInterrupt:
+            x, w, out, left = _block_profiled(hook, x0, w0)
+            if left:
                 interrupted += 1
             else:
                 # Only an interrupt inside a __del__ may be lost (Python drops it, eagerly too).
                 assert in_del[0], "check point %d: the interrupt was swallowed" % k
                 swallowed_in_del += 1
-            finally:
-                sys.setprofile(None)
             assert minpy_jit._core.depth() == 0 and minpy_jit._core.open_scopes() == 0, k
             assert not intercept.hooks_active() and minpy_jit._core.pending() == 0, k
             np.testing.assert_array_equal(x.asnumpy(), x0)

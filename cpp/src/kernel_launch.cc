@@ -22,12 +22,15 @@ struct Entries {
   FusedProgramRun run = nullptr;
 };
 
-// Null if the library or an entry point is missing (GIL held).
+// Null if the library or an entry point is missing; looked up until found, then kept (MXNet
+// never unloads the library). GIL held.
 const Entries* entries() {
   static Entries e;
-  e.create = reinterpret_cast<ProgramCreate>(kernel_symbol("minpy_fused_program_create"));
-  e.free = reinterpret_cast<ProgramFree>(kernel_symbol("minpy_fused_program_free"));
-  e.run = reinterpret_cast<FusedProgramRun>(kernel_symbol("minpy_fused_program_run"));
+  if (!e.create || !e.free || !e.run) {
+    e.create = reinterpret_cast<ProgramCreate>(kernel_symbol("minpy_fused_program_create"));
+    e.free = reinterpret_cast<ProgramFree>(kernel_symbol("minpy_fused_program_free"));
+    e.run = reinterpret_cast<FusedProgramRun>(kernel_symbol("minpy_fused_program_run"));
+  }
   return e.create && e.free && e.run ? &e : nullptr;
 }
 

@@ -24,11 +24,14 @@ struct KernelEntry {
   PlanRun run = nullptr;
 };
 
+// Looked up until found, then kept (MXNet never unloads the library): a Trainer step asks for it.
 const KernelEntry* kernel_entry() {
   static KernelEntry entry;
-  entry.create = reinterpret_cast<PlanCreate>(kernel_symbol("minpy_update_plan_create"));
-  entry.free = reinterpret_cast<PlanFree>(kernel_symbol("minpy_update_plan_free"));
-  entry.run = reinterpret_cast<PlanRun>(kernel_symbol("minpy_update_plan_run"));
+  if (!entry.create || !entry.free || !entry.run) {
+    entry.create = reinterpret_cast<PlanCreate>(kernel_symbol("minpy_update_plan_create"));
+    entry.free = reinterpret_cast<PlanFree>(kernel_symbol("minpy_update_plan_free"));
+    entry.run = reinterpret_cast<PlanRun>(kernel_symbol("minpy_update_plan_run"));
+  }
   return entry.create && entry.free && entry.run ? &entry : nullptr;
 }
 
