@@ -32,7 +32,7 @@ import mxnet
 import mxnet.base
 import mxnet.ndarray.register as _register
 
-from . import _core, frontend, kvstore_updates, op_functions, optimizers, server_updates, trainer
+from . import _core, frontend, kvstore_updates, np_arithmetic, op_functions, optimizers, server_updates, trainer
 
 _REAL_LIB = mxnet.base._LIB
 _REAL_INVOKE = _register._imperative_invoke
@@ -164,7 +164,7 @@ def _modules_holding_lib():
 # are not in (or mxnet modules were imported since), _unpatch from uninstall(); each is run
 # again to completion if an interrupt stops it.
 # The modules that stand in for MXNet Python code (each install/uninstall).
-_STAND_INS = (frontend, op_functions, optimizers, kvstore_updates, server_updates, trainer)
+_STAND_INS = (frontend, np_arithmetic, op_functions, optimizers, kvstore_updates, server_updates, trainer)
 
 
 def _patch():
