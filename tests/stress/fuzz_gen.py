@@ -41,6 +41,8 @@ FLOAT = ("float32", "float64", "float16")
 # From seed NP_SEEDS on, programs also use the np family. Seeds below draw the same statements
 # as before (the family is not in their weights).
 NP_SEEDS = 8000000
+# From seed NP_OPERATOR_SEEDS on, the np family's operators also take Python scalars and divide.
+NP_OPERATOR_SEEDS = 9000000
 NP_UNARY = ["tanh", "exp", "sin", "cos", "abs", "square", "negative", "sign", "floor", "ceil", "trunc",
             "arctan", "sinh", "expm1", "rint"]
 NP_UNARY_POS = ["sqrt", "log", "log1p", "log2", "cbrt", "reciprocal"]  # on abs(x) + 0.5
@@ -1066,8 +1068,14 @@ class Gen:
             v = self.result(x.shape, x.dtype, [x, y])
             if r.random() < 0.5:
                 self.emit("%s = mx.np.%s(%s, %s).as_nd_ndarray()" % (v.name, r.choice(NP_BINARY), a, b), fam)
+            elif self.seed >= NP_OPERATOR_SEEDS and r.random() < 0.5:
+                # an operator with a Python scalar on either side (np_arithmetic.py's scalar forms)
+                c, op = self.scalar(), r.choice(["+", "-", "*", "/"])
+                expr = "%s %s %s" % ((X, op, c) if r.random() < 0.5 else (c, op, X))
+                self.emit("%s = (%s).as_nd_ndarray()" % (v.name, expr), fam)
             else:
-                self.emit("%s = (%s %s %s).as_nd_ndarray()" % (v.name, a, r.choice(["+", "-", "*"]), b), fam)
+                ops = ["+", "-", "*"] + (["/"] if self.seed >= NP_OPERATOR_SEEDS else [])
+                self.emit("%s = (%s %s %s).as_nd_ndarray()" % (v.name, a, r.choice(ops), b), fam)
         elif k == 2:
             fn = r.choice(["sum", "mean", "max", "min", "prod", "std", "var"])
             axis = r.randrange(len(x.shape))
