@@ -5,7 +5,7 @@
 -> `_ufunc_helper` -> the generated `_npi.multiply_scalar`): 3.0 us an op recorded under jit(),
 against 1.06 for the same op on a legacy NDArray, whose chain frontend.py shortens.
 
-The stand-ins make the invoke that chain makes, with the same arguments, when `self` is exactly
+The stand-ins (C objects, operator_stand_ins.cc) make the invoke that chain makes, with the same arguments, when `self` is exactly
 an `mx.np.ndarray` and the other operand is exactly a Python float or int (`[self]`,
 `['scalar']`, `[float(other)]`) or exactly an `mx.np.ndarray` (`[self, other]`, or `[other,
 self]` for a reflected operator; no attributes), and every function of the chain is still
@@ -54,38 +54,23 @@ def _generated(name):
 
 
 def _stand_in(dunder, via, reflected, array_op, scalar_op):
+    """A stand-in for mx.np.ndarray.<dunder> (a C object: operator_stand_ins.cc), guarded by every
+    function of MXNet's chain, the generated functions' invoke and their argument check (which
+    passes for mx.np arrays)."""
     real = _NP_NDARRAY.__dict__[dunder]
     arrays, scalars = _generated(array_op), _generated(scalar_op)
     via_np, via_nd = getattr(_multiarray, via, None), getattr(_nd_np, via, None)
     if arrays is None or scalars is None or via_np is None or via_nd is not getattr(_nd_np_op, via, None):
         return real
-    (_, array_ok, array_handle), (_, scalar_ok, scalar_handle) = arrays, scalars
-    ndarray, invoke, active, ufunc = _NP_NDARRAY, frontend._INVOKE, _core.hooks_active, _nd_np_op._ufunc_helper
-    check = frontend.verify_all_np_ndarrays
-    np_dict, nd_np, op_dict, npi, generated_globals = (_multiarray.__dict__, _nd_np, _nd_np_op.__dict__, _npi,
-                                                      arrays[0].__globals__)
-
-    def chain_is_mxnets():
-        return (np_dict.get(via) is via_np and np_dict.get("_mx_nd_np") is nd_np
-                and getattr(nd_np, via, None) is via_nd and op_dict.get("_ufunc_helper") is ufunc
-                and op_dict.get("_npi") is npi and generated_globals.get("_imperative_invoke") is invoke
-                and generated_globals.get("_verify_all_np_ndarrays") is check)
-
-    def stand_in(self, other):
-        kind = type(other)
-        if type(self) is ndarray and active():
-            if kind is float or kind is int:
-                if getattr(npi, scalar_op, None) in scalar_ok and chain_is_mxnets():
-                    return invoke(scalar_handle, [self], ["scalar"], [float(other)], None, True, False)
-            elif kind is ndarray:
-                if getattr(npi, array_op, None) in array_ok and chain_is_mxnets():
-                    return invoke(array_handle, [other, self] if reflected else [self, other], [], [], None, True,
-                                  False)
-        return real(self, other)
-
-    stand_in.__name__ = stand_in.__qualname__ = dunder
-    stand_in.__doc__ = real.__doc__
-    return stand_in
+    (gen, array_ok, array_handle), (_, scalar_ok, scalar_handle) = arrays, scalars
+    op_dict, generated_globals = _nd_np_op.__dict__, gen.__globals__
+    chain = [(_multiarray.__dict__, via, [via_np]), (_multiarray.__dict__, "_mx_nd_np", [_nd_np]),
+             (_nd_np.__dict__, via, [via_nd]), (op_dict, "_ufunc_helper", [_nd_np_op._ufunc_helper]),
+             (op_dict, "_npi", [_npi]), (generated_globals, "_imperative_invoke", [frontend._INVOKE]),
+             (generated_globals, "_verify_all_np_ndarrays", [frontend.verify_all_np_ndarrays])]
+    return _core.operator_stand_in(real, _NP_NDARRAY, True, scalar_handle,
+                                   chain + [(_npi.__dict__, scalar_op, list(scalar_ok))], array_handle,
+                                   chain + [(_npi.__dict__, array_op, list(array_ok))], reflected)
 
 
 _REAL = {name: _NP_NDARRAY.__dict__[name] for name in _CHAINS}

@@ -204,11 +204,41 @@ def test_scalar_arithmetic_equals_eager_bit_for_bit(expr, dtype):
     assert res.stats["ops_recorded"] >= len(scalars), res.stats
 
 
+ARRAY_DUNDERS = {"x + y": lambda x, y: x + y, "x - y": lambda x, y: x - y, "x * y": lambda x, y: x * y,
+                 "x / y": lambda x, y: x / y, "x.__rsub__(y)": lambda x, y: x.__rsub__(y),
+                 "x.__rtruediv__(y)": lambda x, y: x.__rtruediv__(y)}
+
+
+# integer division by a zero the program makes kills eager MXNet (SIGFPE): int32 only for + - *
+ARRAY_CASES = [(e, t) for e in sorted(ARRAY_DUNDERS) for t in ("float32", "float16", "float64", "int32")
+               if t != "int32" or "/" not in e and "truediv" not in e]
+
+
+@pytest.mark.parametrize("expr,dtype", ARRAY_CASES, ids=["%s-%s" % c for c in ARRAY_CASES])
+def test_array_arithmetic_equals_eager_bit_for_bit(expr, dtype):
+    """Two NDArrays: MXNet's chain ends in broadcast_<op>; same shapes and broadcasts both ways."""
+    fn = ARRAY_DUNDERS[expr]
+    base = np.arange(1, 13).reshape(3, 4) if dtype == "int32" else rand(3, 4) + 1.5
+    x, y = nd.array(base).astype(dtype), nd.array(base[::-1] + 1).astype(dtype)
+    row, col = nd.array(base[:1] + 2).astype(dtype), nd.array(base[:, :1] + 3).astype(dtype)
+
+    def program(x, y, row, col):
+        return [fn(x, y), fn(x, row), fn(row, x), fn(col, row), fn(fn(x, y), y)]
+    res = run_both(program, x, y, row, col)
+    for e, j in zip(res.eager, res.jitted):
+        assert e.dtype == j.dtype and e.shape == j.shape
+        assert e.asnumpy().tobytes() == j.asnumpy().tobytes(), expr
+    assert res.stats["ops_recorded"] >= 5, res.stats
+
+
 def test_scalar_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
     x = nd.ones((2, 3))
 
+    y = nd.ones((1, 3))
+
     def use():
-        return [x * 1.5, 2 + x, x - 1, 1 - x, x / 4.0, 4.0 / x, 3 * x, -x]
+        return [x * 1.5, 2 + x, x - 1, 1 - x, x / 4.0, 4.0 / x, 3 * x, -x, x + y, x - y, x * y, x / y,
+                x.__rsub__(y), x.__rtruediv__(y)]
     # (the generated op functions' code is exec'd text, not a file of mxnet's: not seen here)
     chain = {"multiply", "add", "subtract", "divide", "_ufunc_helper", "__neg__"}
     with minpy_jit.jit():
@@ -217,10 +247,11 @@ def test_scalar_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
     with minpy_jit.jit():
         inside = _mxnet_python_calls(use)
     assert not (chain & inside), inside
-    # an array scalar, a numpy scalar, a subclass: MXNet's methods
-    with minpy_jit.jit():
-        others = _mxnet_python_calls(lambda: [x * nd.ones((1,)), x * np.float32(2)])
-    assert {"multiply", "_ufunc_helper"} <= others
+    # a numpy scalar, a bool: MXNet's methods (an mx.np array as `other` is np_arithmetic.py's)
+    for other in (np.float32(2), True):
+        with minpy_jit.jit():
+            calls = _mxnet_python_calls(lambda: x * other)
+        assert {"multiply", "_ufunc_helper"} <= calls, other
 
 
 def test_scalar_arithmetic_runs_mxnets_method_when_its_chain_was_replaced(monkeypatch):

@@ -290,6 +290,7 @@ PYBIND11_MODULE(_core, m) {
   register_trainer_api(m);
   register_server_update_api(m);
   register_op_function_api(m);
+  register_operator_stand_in_api(m);
   m.def("depth", []() { return me().depth; });
   m.def("pending", []() { return R->pending + launches_unsettled(); });
   m.def("flush", [](const std::string& cause, bool eager) {

@@ -269,6 +269,10 @@ void register_trainer_api(py::module_& m);
 // op_functions.cc: stand-ins for MXNet's generated mx.nd op functions (minpy_jit/op_functions.py)
 void register_op_function_api(py::module_& m);
 
+// operator_stand_ins.cc: stand-ins for NDArray's and mx.np.ndarray's arithmetic operators
+// (minpy_jit/frontend.py, minpy_jit/np_arithmetic.py)
+void register_operator_stand_in_api(py::module_& m);
+
 // server_update.cc: MXNet's SGD as a C kvstore updater (minpy_jit/server_updates.py)
 void register_server_update_api(py::module_& m);
 
