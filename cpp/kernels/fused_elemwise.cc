@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -274,7 +275,12 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms
       else unary(d, a, n, [](float x) { return ::tanhf(x); });
       break;
     case kExp: exp_of(d, a, n, libm, table, 1.0f, [](float e) { return e; }); break;
-    case kLog: unary(d, a, n, [](float x) { return ::logf(x); }); break;
+    // Below zero (-inf too) eager MXNet's log gives +NaN (0x7fc00000) where glibc's logf gives
+    // its default NaN, -NaN (0xffc00000): the wheel's log never reaches logf's invalid case. A
+    // NaN input passes through both ways (tests/test_fusion.py: test_log_of_negatives_*).
+    case kLog:
+      unary(d, a, n, [](float x) { return x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : ::logf(x); });
+      break;
     case kSqrt: unary(d, a, n, [](float x) { return __builtin_sqrtf(x); }); break;
     case kRsqrt: unary(d, a, n, [](float x) { return 1.0f / __builtin_sqrtf(x); }); break;
     case kSquare: unary(d, a, n, [](float x) { return x * x; }); break;
