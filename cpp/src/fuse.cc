@@ -44,6 +44,18 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"elemwise_div", {kBinary, "div"}}, {"_div", {kBinary, "div"}}, {"broadcast_div", {kBinary, "div"}},
       {"clip", {kClip, "clip"}},
       {"SliceChannel", {kSplit, ""}}, {"split", {kSplit, ""}}, {"slice_axis", {kSlice, ""}},
+      // MXNet's NumPy interface (mx.np, npx): on float32 these run the kernels of the legacy
+      // ops above, forward and backward (eager results compared bit for bit, 800K inputs and
+      // the special values: tests/test_np_fusion.py)
+      {"_npi_tanh", {kUnary, "tanh"}}, {"_npi_exp", {kUnary, "exp"}}, {"_npi_log", {kUnary, "log"}},
+      {"_npi_sqrt", {kUnary, "sqrt"}}, {"_npi_square", {kUnary, "square"}}, {"_npi_absolute", {kUnary, "abs"}},
+      {"_npi_negative", {kUnary, "neg"}}, {"_npi_reciprocal", {kUnary, "recip"}},
+      {"_npx_relu", {kUnary, "relu_nan"}}, {"_npx_sigmoid", {kUnary, "sigmoid_f32"}},
+      {"_npi_multiply_scalar", {kScalar, "mul"}}, {"_npi_add_scalar", {kScalar, "add"}},
+      {"_npi_subtract_scalar", {kScalar, "sub"}}, {"_npi_rsubtract_scalar", {kScalar, "sub", true}},
+      {"_npi_true_divide_scalar", {kScalar, "div"}}, {"_npi_rtrue_divide_scalar", {kScalar, "div", true}},
+      {"_npi_add", {kBinary, "add"}}, {"_npi_subtract", {kBinary, "sub"}}, {"_npi_multiply", {kBinary, "mul"}},
+      {"_npi_true_divide", {kBinary, "div"}},
   };
   return m;
 }
@@ -133,6 +145,8 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
   for (int v : n.out)
     if (!f32_cpu(t.values[v].aval)) return kNone;
   Kind k = it->second.kind;
+  // an np scalar op given is_int (mx.np's own calls never pass it) stays MXNet's
+  if (k == kScalar && !attr(n, "is_int", "").empty()) return kNone;
   if (n.out.empty()) return kNone;
   const AVal& out = t.values[n.out[0]].aval;
   switch (k) {

@@ -29,7 +29,10 @@ bool runs_alike_in_both_modes(const OpInfo& op) {  // decided once per op: OpInf
       "_minus", "_sub", "_mul", "_div", "_power", "_maximum", "_minimum", "broadcast_add", "broadcast_plus",
       "broadcast_sub", "broadcast_minus", "broadcast_mul", "broadcast_div", "broadcast_maximum",
       "broadcast_minimum", "square", "sqrt", "rsqrt", "abs", "sign", "negative", "reciprocal", "clip",
-      "where", "sum", "mean", "norm"};
+      "where", "sum", "mean", "norm", "_npi_multiply_scalar", "_npi_add_scalar", "_npi_subtract_scalar",
+      "_npi_rsubtract_scalar", "_npi_true_divide_scalar", "_npi_rtrue_divide_scalar", "_npi_add", "_npi_subtract",
+      "_npi_multiply", "_npi_true_divide", "_npi_square", "_npi_sqrt", "_npi_absolute", "_npi_negative",
+      "_npi_reciprocal"};
   return op.update || op.ours || elementwise.count(op.name) > 0;
 }
 
