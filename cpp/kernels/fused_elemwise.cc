@@ -237,14 +237,40 @@ KI void gather(float* __restrict d, const float* __restrict s, int64_t stride, i
 // tanh, exp and sigmoid equal eager's libm results (vmath.h's reproductions where they
 // match this machine's libm, libm itself otherwise); log calls libm's logf, whose table-driven
 // algorithm is not reproduced here.
-// post(expf(sign * x)) per element, with the exp form this machine's libm needs.
-template <class Post>
+// A NaN input's result as eager's scalar code gives it: the input's NaN, its sign flipped when
+// the code negates it first (mshadow's -x in sigmoid), made quiet; expf's x + x and the
+// arithmetic after it keep sign and payload. Set in integer bits: GCC may fold a float negation
+// into the multiplications inside exp (value-safe, but a NaN keeps its sign then), and did in the
+// vectorized loop (sigmoid of +NaN gave +NaN where eager gives -NaN; the scalar tail was right).
+template <bool kNegate>
+KI float nan_as_eager(float x, float r) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  b = (kNegate ? b ^ 0x80000000u : b) | 0x00400000u;
+  float q;
+  std::memcpy(&q, &b, sizeof q);
+  return x != x ? q : r;
+}
+
+// post(expf(x)) per element, or post(expf(-x)) (kNegate), with the exp form this machine's libm
+// needs.
+template <bool kNegate, class Post>
 KI void exp_of(float* __restrict d, const float* __restrict a, int64_t n, const LibmForms& libm,
-               const uint64_t* table, float sign, Post post) {
+               const uint64_t* table, Post post) {
   switch (libm.exp) {
-    case ExpForm::kFused: unary(d, a, n, [=](float x) { return post(vm::expf_glibc<true>(sign * x, table)); }); break;
-    case ExpForm::kUnfused: unary(d, a, n, [=](float x) { return post(vm::expf_glibc<false>(sign * x, table)); }); break;
-    case ExpForm::kLibm: unary(d, a, n, [=](float x) { return post(::expf(sign * x)); }); break;
+    case ExpForm::kFused:
+      unary(d, a, n, [=](float x) {
+        return nan_as_eager<kNegate>(x, post(vm::expf_glibc<true>(kNegate ? -x : x, table)));
+      });
+      break;
+    case ExpForm::kUnfused:
+      unary(d, a, n, [=](float x) {
+        return nan_as_eager<kNegate>(x, post(vm::expf_glibc<false>(kNegate ? -x : x, table)));
+      });
+      break;
+    case ExpForm::kLibm:
+      unary(d, a, n, [=](float x) { return nan_as_eager<kNegate>(x, post(::expf(kNegate ? -x : x))); });
+      break;
   }
 }
 
@@ -267,14 +293,14 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms
     case kReluNan: unary(d, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }); break;
     case kSigmoid: unary(d, a, n, [](float x) { return vm::sigmoid_f(x); }); break;
     case kSigmoidF32:  // mshadow's 1.0f / (1.0f + expf(-x))
-      exp_of(d, a, n, libm, table, -1.0f, [](float e) { return 1.0f / (1.0f + e); });
+      exp_of<true>(d, a, n, libm, table, [](float e) { return 1.0f / (1.0f + e); });
       break;
     case kTanh:
       if (libm.tanh_reproduced && wide_lanes()) vm::tanhf_loop_avx512(d, a, n);
       else if (libm.tanh_reproduced) vm::tanhf_fdlibm_loop<vm::F8>(d, a, n);
       else unary(d, a, n, [](float x) { return ::tanhf(x); });
       break;
-    case kExp: exp_of(d, a, n, libm, table, 1.0f, [](float e) { return e; }); break;
+    case kExp: exp_of<false>(d, a, n, libm, table, [](float e) { return e; }); break;
     // Below zero (-inf too) eager MXNet's log gives +NaN (0x7fc00000) where glibc's logf gives
     // its default NaN, -NaN (0xffc00000): the wheel's log never reaches logf's invalid case. A
     // NaN input passes through both ways (tests/test_fusion.py: test_log_of_negatives_*).

@@ -1,6 +1,7 @@
 #include "fuse.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
@@ -147,6 +148,10 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
   Kind k = it->second.kind;
   // an np scalar op given is_int (mx.np's own calls never pass it) stays MXNet's
   if (k == kScalar && !attr(n, "is_int", "").empty()) return kNone;
+  // A NaN constant stays MXNet's op: where the array's element is a NaN too, MXNet's kernel
+  // returns the element's NaN, ours the constant's (the compiler may swap a commutative
+  // operation's operands; only the sign and payload bits differ).
+  if (k == kScalar && std::isnan(mx_scalar_as_float(attr(n, "scalar", "0")))) return kNone;
   if (n.out.empty()) return kNone;
   const AVal& out = t.values[n.out[0]].aval;
   switch (k) {

@@ -125,7 +125,11 @@ static bool expand_lifted_or_throw(const std::string& op, const std::vector<Attr
     if (in.size() != 1) return false;
     int S = em.constant(scalar_field(attrs), in[0]);
     if (S < 0) return false;
-    std::vector<int> args = so->second.scalar_first ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
+    // x * s and x + s as broadcast_mul(S, x) / broadcast_add(S, x): the same sums and products,
+    // and where x and s are both NaN, x's NaN, as MXNet's _mul_scalar / _plus_scalar give it
+    // (its broadcast ops and our kernels give the second operand's; tests/test_special_values.py)
+    const bool commutes = op == "_mul_scalar" || op == "_plus_scalar";
+    std::vector<int> args = so->second.scalar_first || commutes ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
     outs->push_back(em.node(so->second.broadcast_op, {}, args));
     return true;
   }
