@@ -924,6 +924,33 @@ def test_float64_changing_scalars_lifted_as_mxnet_reads_them(no_recompile_limit)
 
 
 @pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_np_changing_scalars_lifted_bit_for_bit(dtype, fuse, no_recompile_limit, isolated_runtime):
+    """mx.np's scalar arithmetic with a changing scalar: on float arrays lifted into _npi_multiply
+    etc. with a one-element input (one graph for all values); on integer arrays it stays an
+    attribute (the scalar op's result is a float array there). Every call equal to eager bit
+    for bit, NaN bits included (a NaN scalar times a NaN element gives the element's NaN)."""
+    minpy_jit.config(fuse=fuse)
+    r = np.random.RandomState(4)
+    a = (r.randint(1, 9, (6, 7)) if dtype == "int32" else r.uniform(-2, 2, (6, 7))).astype(dtype)
+    if dtype != "int32":
+        a[0, :3] = [np.nan, -np.nan, np.inf]
+    x = mx.np.array(a, dtype=dtype)
+    calls = [(float(v),) for v in r.uniform(0.5, 3, 30)] + [(float("nan"),), (3,), (0.1,), (-0.0,)]
+    fn = lambda s: [x * s, s * x, x + s, x - s, s - x, x / s, s / x]  # noqa: E731
+    before = minpy_jit.stats()["cache_misses"]
+    for args in calls:
+        with minpy_jit.jit():
+            got = fn(*args)
+        want = fn(*args)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            assert g.asnumpy().tobytes() == w.asnumpy().tobytes(), args
+    misses = minpy_jit.stats()["cache_misses"] - before
+    assert misses <= 3 if dtype != "int32" else misses >= len(calls) - 1, misses
+
+
+@pytest.mark.parametrize("fuse", [True, False])
 def test_changing_scalars_under_record_give_eager_gradients_bit_for_bit(fuse, no_recompile_limit, isolated_runtime):
     """A scalar that changes at a site is lifted into an array, and the op then runs as its
     broadcast form; under autograd.record() MXNet's gradient of that form is another

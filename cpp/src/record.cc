@@ -236,6 +236,8 @@ struct TraceEmitter : Emitter {
     return one_element(a, &bits, nbytes);
   }
 
+  int dtype(int value) override { return ts.trace.values[value].aval.dtype; }
+
   // A (n,) float32 array holding v[0..n), on the context of value `like` (an update's
   // learning rate, weight decay and rescale_grad).
   int float32_constant(const float* v, int n, int like) {

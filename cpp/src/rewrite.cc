@@ -13,6 +13,8 @@ namespace {
 struct ScalarForm {
   const char* broadcast_op;
   bool scalar_first;  // S op x (the r* forms)
+  bool np = false;    // mx.np's: lifted only on float arrays (on integers the scalar op's result
+                      // is a float array, the broadcast op's an integer one)
 };
 
 const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
@@ -27,6 +29,10 @@ const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
       {"_not_equal_scalar", {"broadcast_not_equal", false}}, {"_greater_scalar", {"broadcast_greater", false}},
       {"_greater_equal_scalar", {"broadcast_greater_equal", false}},
       {"_lesser_scalar", {"broadcast_lesser", false}},  {"_lesser_equal_scalar", {"broadcast_lesser_equal", false}},
+      {"_npi_multiply_scalar", {"_npi_multiply", false, true}}, {"_npi_add_scalar", {"_npi_add", false, true}},
+      {"_npi_subtract_scalar", {"_npi_subtract", false, true}}, {"_npi_rsubtract_scalar", {"_npi_subtract", true, true}},
+      {"_npi_true_divide_scalar", {"_npi_true_divide", false, true}},
+      {"_npi_rtrue_divide_scalar", {"_npi_true_divide", true, true}},
   };
   return m;
 }
@@ -123,12 +129,15 @@ static bool expand_lifted_or_throw(const std::string& op, const std::vector<Attr
   auto so = scalar_ops().find(op);
   if (so != scalar_ops().end()) {
     if (in.size() != 1) return false;
+    if (so->second.np && (!attr_value(attrs, "is_int", "").empty() || (em.dtype(in[0]) != 0 && em.dtype(in[0]) != 1)))
+      return false;  // float32 and float64 only; is_int (never passed by mx.np) keeps the attribute
     int S = em.constant(scalar_field(attrs), in[0]);
     if (S < 0) return false;
     // x * s and x + s as broadcast_mul(S, x) / broadcast_add(S, x): the same sums and products,
     // and where x and s are both NaN, x's NaN, as MXNet's _mul_scalar / _plus_scalar give it
     // (its broadcast ops and our kernels give the second operand's; tests/test_special_values.py)
-    const bool commutes = op == "_mul_scalar" || op == "_plus_scalar";
+    const bool commutes = op == "_mul_scalar" || op == "_plus_scalar" || op == "_npi_multiply_scalar" ||
+                          op == "_npi_add_scalar";
     std::vector<int> args = so->second.scalar_first || commutes ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
     outs->push_back(em.node(so->second.broadcast_op, {}, args));
     return true;

@@ -12,7 +12,8 @@
 //
 // So a constant scalar stays an attribute (fastest kernels, exact eager
 // results) and a changing one costs exactly one recompile. Lifted forms:
-//   *_scalar arithmetic/comparison ops -> the broadcast_* op with a (1,..,1) input;
+//   *_scalar arithmetic/comparison ops -> the broadcast_* op with a (1,..,1) input (mx.np's
+//   _npi_*_scalar arithmetic on float arrays -> _npi_multiply etc., which broadcast);
 //   optimizer updates with a changing lr, wd or rescale_grad -> our multi-tensor kernel
 //   with the three as an input array per weight (updates.h; bit-identical to MXNet's
 //   kernels). Where our kernel
@@ -38,6 +39,8 @@ class Emitter {
   virtual int node(const std::string& op, std::vector<Attr> attrs, std::vector<int> in) = 0;
   // A one-element array (all dims 1, same rank/dtype/context as `like`) holding v; -1 if impossible.
   virtual int constant(double v, int like) = 0;
+  // The dtype (MXNet's type flag) of a value.
+  virtual int dtype(int value) = 0;
 };
 
 // The attribute whose changing value would be lifted for this op, or "" if none.
