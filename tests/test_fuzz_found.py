@@ -3,6 +3,8 @@ kept as regressions. Each names the fuzz seed it came from; each runs eagerly an
 and compares what the program observed: values, gradients, and the type of every exception
 it caught (in order).
 """
+import contextlib
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -510,3 +512,83 @@ def test_failed_call_before_a_recorded_segment_keeps_the_add_gradient(fuse):
         minpy_jit.config(fuse=old)
     assert r.eager[0] == ["MXNetError", "MXNetError"]
     assert_same(*r, rtol=0)
+
+
+def _read(a):
+    """An array's values, or the type of the error its read raised (a run-time failure it holds)."""
+    try:
+        return a.asnumpy().tolist()
+    except Exception as e:  # noqa: BLE001 - the type is the observation
+        return type(e).__name__
+
+
+def _drain():
+    """Raises and drops the run-time errors MXNet's engine still holds (a later waitall, in
+    another test, would raise them)."""
+    for _ in range(10):
+        try:
+            nd.waitall()
+            return
+        except mx.base.MXNetError:
+            pass
+
+
+def _failing_tile(x):
+    """A tile that passes inference and fails while it runs (MXNet: 'Too many reduction axes')."""
+    return nd.tile(nd.swapaxes(x, dim1=3, dim2=1), reps=(2, 2, 1, 2))
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_update_after_a_failing_tile_leaves_the_error_where_mxnet_does(fuse, isolated_runtime):
+    """Fuzz seed 9032816. A multi_sgd_update reading a failed tile's result, then a random draw and
+    a product of the updated weight: eagerly the update is skipped, the draw is made and the
+    product raises the tile's error. Under jit() the draw raised it and the product read garbage:
+    our update kernel (a library op holding a temp-space resource) passed the error to that
+    resource, the draw's, and the read of the draw cleared it. Now MXNet's update runs there."""
+    minpy_jit.config(fuse=fuse)
+    r = np.random.RandomState(0)
+    arrays = [r.uniform(-2, 2, s).astype(np.float32) for s in [(2, 3, 3, 2), (4, 4, 3, 6), (5, 1), (5, 1)]]
+
+    def prog(use_jit):
+        mx.random.seed(1)
+        a10, g1, w2, g2 = (nd.array(a) for a in arrays)
+        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+            bad = _failing_tile(a10)
+            nd.multi_sgd_update(bad, g1, w2, g2, out=[bad, w2], lrs=(0.5, 0.5), wds=(0.0, 0.0), num_weights=2)
+            u = nd.random.uniform(-1, 1, shape=(2, 4))
+            v = w2 * 3
+        seen = [_read(u), _read(v), _read(w2)]  # (bad, whose error v raised, now reads garbage)
+        _drain()
+        return seen
+    want, got = prog(False), prog(True)
+    assert want[1] == "MXNetError" and isinstance(want[0], list)
+    assert got == want
+
+
+def test_forward_beside_a_backward_into_a_failed_gradient_is_computed(isolated_runtime):
+    """Fuzz seed 9062593. A tile's backward fails and leaves its error on the variable's gradient
+    buffer (behind a Pooling in another part of the trace); then sigmoid of the variable and its
+    backward(), and a read of the gradient raises and clears the error. Eagerly the sigmoid is
+    computed; under jit() the sigmoid and its backward were one graph, skipped whole because it
+    writes that buffer, and the sigmoid read garbage. The buffers the failing backward reached
+    are now probed, so that graph runs op by op."""
+    r = np.random.RandomState(9062593)
+    x0 = r.uniform(-2, 2, (2, 1, 5, 6)).astype(np.float32)
+
+    def prog(use_jit):
+        x = nd.array(x0)
+        x.attach_grad()
+        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+            with autograd.record():
+                y = nd.tile(nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max"), reps=(2, 2, 1, 2))
+            y.backward()
+            with autograd.record():
+                s = nd.sigmoid(x)
+            s.backward()
+            inside = _read(x.grad)
+        seen = [inside, _read(x.grad), _read(s)]
+        _drain()
+        return seen
+    want, got = prog(False), prog(True)
+    assert want[0] == "MXNetError" and isinstance(want[2], list)
+    assert got == want

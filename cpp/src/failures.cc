@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backward.h"
 #include "executor.h"
 #include "nogil.h"
 #include "mxapi.h"
@@ -511,6 +512,10 @@ void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
     for (const Value& v : t.values)
       if (v.node < 0 && v.ext) externals.push_back(v.ext);
     watch_gradients(externals);
+    // This trace's own backward() has just run, op by op (MXNet's): its failure (a tile's
+    // backward) is on those buffers now, so they are probed now, not after the next backward().
+    if (std::any_of(t.nodes.begin(), t.nodes.end(), [](const Node& n) { return is_backward_node(n); }))
+      probe_gradients_after_backward();
   }
   for (const Value& v : t.values) {
     if (v.node >= 0 || !v.ext) continue;
