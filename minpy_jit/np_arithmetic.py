@@ -3,16 +3,16 @@
 `x * 1.01` on an `mx.np` array runs seven Python functions in MXNet before its op's invoke
 (`__mul__` -> `mx.np.multiply` and its argument wrapper -> `mx.nd.np.multiply` and its wrapper
 -> `_ufunc_helper` -> the generated `_npi.multiply_scalar`): 3.0 us an op recorded under jit(),
-against 1.06 for the same op on a legacy NDArray, whose chain frontend.py shortens.
+0.73 through the stand-in (the legacy NDArray's chain is frontend.py's).
 
-The stand-ins (C objects, operator_stand_ins.cc) make the invoke that chain makes, with the same arguments, when `self` is exactly
-an `mx.np.ndarray` and the other operand is exactly a Python float or int (`[self]`,
-`['scalar']`, `[float(other)]`) or exactly an `mx.np.ndarray` (`[self, other]`, or `[other,
-self]` for a reflected operator; no attributes), and every function of the chain is still
-MXNet's own (checked on each call). Anything else -- in-place operators, bool or NumPy scalars,
-legacy arrays, a replaced function -- runs MXNet's method, so its result and its errors are
-MXNet's. `-x` and `s * x` need no stand-in of their own: MXNet's `__neg__` and `__rmul__` call
-`self.__mul__`.
+The stand-ins (C objects, operator_stand_ins.cc) make the invoke that chain makes, with the same
+arguments, when `self` is exactly an `mx.np.ndarray` and the other operand is exactly a Python
+float or int (`[self]`, `['scalar']`, `[float(other)]`) or exactly an `mx.np.ndarray` (`[self,
+other]`, or `[other, self]` for a reflected operator; no attributes), and every function of the
+chain is still MXNet's own (checked on each call). Anything else -- in-place operators, bool or
+NumPy scalars, legacy arrays, a replaced function -- runs MXNet's method, so its result and its
+errors are MXNet's. `-x` and `s * x` need no stand-in of their own: MXNet's `__neg__` and
+`__rmul__` call `self.__mul__`.
 """
 import mxnet.ndarray.numpy as _nd_np
 import mxnet.numpy.multiarray as _multiarray

@@ -255,3 +255,20 @@ def run_threads(*targets):
     assert not any(t.is_alive() for t in threads)
     if errors:
         raise errors[0]
+
+
+def mxnet_python_calls(fn):
+    """Names of the functions in mxnet's own Python files that fn() called (the generated op
+    functions' code is exec'd text, not a file of mxnet's: not seen)."""
+    mxnet_dir = os.path.dirname(mx.__file__)
+    seen = set()
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(mxnet_dir):
+            seen.add(frame.f_code.co_name)
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen

@@ -1,9 +1,6 @@
 """frontend.py: MXNet's per-op Python helpers swapped for faster equivalents while jit() has
 work. Each test checks the stand-in behaves as MXNet's own, and that outside any scope MXNet's
 own functions run."""
-import os
-import sys
-
 import mxnet as mx
 import mxnet.ndarray.register as register
 import numpy as np
@@ -13,33 +10,17 @@ from mxnet.ndarray.ndarray import NDArray
 
 import minpy_jit
 from minpy_jit import frontend, intercept
-from conftest import arr, assert_same, rand, run_both
+from conftest import arr, assert_same, mxnet_python_calls, rand, run_both
 
 pytestmark = pytest.mark.usefixtures("isolated_runtime")
 
 
 PROPERTIES = ("context", "dtype", "stype", "_fresh_grad")
-MXNET_DIR = os.path.dirname(mx.__file__)
 
 
 def _helpers():
     return (register._verify_all_legacy_ndarrays, register._verify_all_np_ndarrays,
             *(NDArray.__dict__[name] for name in PROPERTIES))
-
-
-def _mxnet_python_calls(fn):
-    """Names of the functions in mxnet's own Python files that fn() called."""
-    seen = set()
-
-    def hook(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename.startswith(MXNET_DIR):
-            seen.add(frame.f_code.co_name)
-    sys.setprofile(hook)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen
 
 
 def test_stand_ins_act_only_inside_a_scope():
@@ -58,10 +39,10 @@ def test_stand_ins_act_only_inside_a_scope():
         x._fresh_grad = False
         return nd.relu(x)
     mxnet_parts = {"_verify_all_legacy_ndarrays", "context", "dtype", "stype", "_fresh_grad", "_imperative_invoke"}
-    outside = _mxnet_python_calls(use)
+    outside = mxnet_python_calls(use)
     assert mxnet_parts <= outside, outside
     with minpy_jit.jit():
-        inside = _mxnet_python_calls(use)
+        inside = mxnet_python_calls(use)
     assert not (mxnet_parts & inside), inside
 
 
@@ -243,14 +224,14 @@ def test_scalar_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
     chain = {"multiply", "add", "subtract", "divide", "_ufunc_helper", "__neg__"}
     with minpy_jit.jit():
         pass
-    assert chain <= _mxnet_python_calls(use)  # outside any scope: MXNet's own chain
+    assert chain <= mxnet_python_calls(use)  # outside any scope: MXNet's own chain
     with minpy_jit.jit():
-        inside = _mxnet_python_calls(use)
+        inside = mxnet_python_calls(use)
     assert not (chain & inside), inside
     # a numpy scalar, a bool: MXNet's methods (an mx.np array as `other` is np_arithmetic.py's)
     for other in (np.float32(2), True):
         with minpy_jit.jit():
-            calls = _mxnet_python_calls(lambda: x * other)
+            calls = mxnet_python_calls(lambda: x * other)
         assert {"multiply", "_ufunc_helper"} <= calls, other
 
 

@@ -2,9 +2,6 @@
 while jit() has work. Each test compares against eager MXNet (bit for bit: the same op with the
 same arguments runs) and checks that outside a scope, and for every call the stand-ins leave
 alone, MXNet's own chain runs."""
-import os
-import sys
-
 import mxnet as mx
 import numpy as np
 import pytest
@@ -12,11 +9,10 @@ from mxnet import nd
 
 import minpy_jit
 from minpy_jit import np_arithmetic
-from conftest import rand, run_both
+from conftest import mxnet_python_calls, rand, run_both
 
 pytestmark = pytest.mark.usefixtures("isolated_runtime")
 
-MXNET_DIR = os.path.dirname(mx.__file__)
 NP = mx.np.ndarray
 
 DUNDERS = {
@@ -38,21 +34,6 @@ def _same_bits(res):
         assert type(e) is type(j) is NP
         assert e.dtype == j.dtype and e.shape == j.shape
         assert e.asnumpy().tobytes() == j.asnumpy().tobytes()
-
-
-def _mxnet_python_calls(fn):
-    """Names of the functions in mxnet's own Python files that fn() called."""
-    seen = set()
-
-    def hook(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename.startswith(MXNET_DIR):
-            seen.add(frame.f_code.co_name)
-    sys.setprofile(hook)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return seen
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32"])
@@ -106,15 +87,15 @@ def test_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
     chain = {"multiply", "add", "subtract", "divide", "_ufunc_helper", "_wrap_np_binary_func"}
     with minpy_jit.jit():
         pass
-    assert chain <= _mxnet_python_calls(use)  # outside any scope: MXNet's own chain
+    assert chain <= mxnet_python_calls(use)  # outside any scope: MXNet's own chain
     with minpy_jit.jit():
-        inside = _mxnet_python_calls(use)
+        inside = mxnet_python_calls(use)
     assert not (chain & inside), inside
     # a NumPy scalar, a bool, a legacy array, an in-place operator: MXNet's methods
     for other in (lambda: x * np.float32(2), lambda: x * True, lambda: x.__mul__(y.as_nd_ndarray())):
         with minpy_jit.jit():
             try:
-                calls = _mxnet_python_calls(other)
+                calls = mxnet_python_calls(other)
             except TypeError:
                 calls = {"_ufunc_helper"}  # MXNet's helper raised it (the legacy-array case)
         assert "_ufunc_helper" in calls
@@ -124,7 +105,7 @@ def test_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
         z += 1
         return z
     with minpy_jit.jit():
-        assert "_ufunc_helper" in _mxnet_python_calls(in_place)
+        assert "_ufunc_helper" in mxnet_python_calls(in_place)
 
 
 def test_arithmetic_runs_mxnets_method_when_its_chain_was_replaced(monkeypatch):

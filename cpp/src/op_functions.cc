@@ -17,6 +17,7 @@
 // still those it was made with. Anything else -- and everything while hooks_active() is false --
 // calls MXNet's function itself, so its errors and edge cases are MXNet's.
 #include "runtime.h"
+#include "stand_ins.h"
 
 #include <structmember.h>
 
@@ -238,27 +239,9 @@ int op_function_traverse(PyObject* self, visitproc visit, void* arg) {
   return 0;
 }
 
-// Like a Python function, a stand-in stored as a class attribute binds the instance.
-PyObject* op_function_get(PyObject* self, PyObject* obj, PyObject*) {
-  if (!obj || obj == Py_None) {
-    Py_INCREF(self);
-    return self;
-  }
-  return PyMethod_New(self, obj);
-}
-
-// Attributes the stand-in lacks (__doc__, __name__, __module__, __code__, ...) are MXNet's
-// function's; __wrapped__ is that function, so inspect.signature gives its signature.
+// The attributes it lacks are MXNet's function's (stand_ins.h).
 PyObject* op_function_getattro(PyObject* self, PyObject* name) {
-  auto* f = reinterpret_cast<OpFunction*>(self);
-  if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-    Py_INCREF(f->real);
-    return f->real;
-  }
-  if (PyUnicode_Check(name) && (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 ||
-                                PyUnicode_CompareWithASCIIString(name, "__get__") == 0))
-    return PyObject_GenericGetAttr(self, name);
-  return PyObject_GetAttr(f->real, name);
+  return stand_in_getattr(self, reinterpret_cast<OpFunction*>(self)->real, name);
 }
 
 PyObject* op_function_repr(PyObject* self) {
@@ -276,7 +259,7 @@ PyTypeObject OpFunctionType = [] {
   t.tp_call = PyVectorcall_Call;
   t.tp_dealloc = op_function_dealloc;
   t.tp_traverse = op_function_traverse;
-  t.tp_descr_get = op_function_get;
+  t.tp_descr_get = stand_in_descr_get;
   t.tp_getattro = op_function_getattro;
   t.tp_repr = op_function_repr;
   t.tp_weaklistoffset = offsetof(OpFunction, weakrefs);

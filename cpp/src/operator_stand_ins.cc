@@ -14,6 +14,7 @@
 // tuple, read at each call: op_functions.py adds its stand-ins to the lists after the fact).
 // Every other call is MXNet's method, so its results and its errors are MXNet's.
 #include "runtime.h"
+#include "stand_ins.h"
 
 namespace minpy {
 namespace {
@@ -126,27 +127,9 @@ int operator_traverse(PyObject* self, visitproc visit, void* arg) {
   return 0;
 }
 
-// x.__mul__ binds like a Python function's attribute. Binary operators skip this: the type is
-// a method descriptor, so Python calls it with self first and makes no bound method.
-PyObject* operator_get(PyObject* self, PyObject* obj, PyObject*) {
-  if (!obj || obj == Py_None) {
-    Py_INCREF(self);
-    return self;
-  }
-  return PyMethod_New(self, obj);
-}
-
 // __doc__, __name__, __qualname__, ... are MXNet's method's; __wrapped__ is that method.
 PyObject* operator_getattro(PyObject* self, PyObject* name) {
-  auto* f = reinterpret_cast<OperatorStandIn*>(self);
-  if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-    Py_INCREF(f->real);
-    return f->real;
-  }
-  if (PyUnicode_Check(name) && (PyUnicode_CompareWithASCIIString(name, "__class__") == 0 ||
-                                PyUnicode_CompareWithASCIIString(name, "__get__") == 0))
-    return PyObject_GenericGetAttr(self, name);
-  return PyObject_GetAttr(f->real, name);
+  return stand_in_getattr(self, reinterpret_cast<OperatorStandIn*>(self)->real, name);
 }
 
 PyObject* operator_repr(PyObject* self) {
@@ -163,7 +146,9 @@ PyTypeObject OperatorStandInType = [] {
   t.tp_call = PyVectorcall_Call;
   t.tp_dealloc = operator_dealloc;
   t.tp_traverse = operator_traverse;
-  t.tp_descr_get = operator_get;
+  // x.__mul__ binds like a Python function's attribute; binary operators skip this: the type is a
+  // method descriptor, so Python calls it with self first and makes no bound method.
+  t.tp_descr_get = stand_in_descr_get;
   t.tp_getattro = operator_getattro;
   t.tp_repr = operator_repr;
   t.tp_weaklistoffset = offsetof(OperatorStandIn, weakrefs);
@@ -176,8 +161,9 @@ py::tuple checked_guards(py::sequence guards) {
   size_t i = 0;
   for (py::handle g : guards) {
     py::tuple t = py::reinterpret_borrow<py::object>(g);
-    if (t.size() != 3 || !PyDict_Check(t[0].ptr()) || !(PyList_CheckExact(t[2].ptr()) || PyTuple_CheckExact(t[2].ptr())))
-      throw std::invalid_argument("operator_stand_in: a guard is (dict, key, list or tuple of allowed objects)");
+    const char* what = "operator_stand_in: a guard is (dict, key, list or tuple of allowed objects)";
+    if (t.size() != 3 || !PyDict_Check(t[0].ptr())) throw std::invalid_argument(what);
+    if (!PyList_CheckExact(t[2].ptr()) && !PyTuple_CheckExact(t[2].ptr())) throw std::invalid_argument(what);
     out[i++] = t;
   }
   return out;
