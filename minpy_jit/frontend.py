@@ -163,7 +163,35 @@ _SCALAR_CHAINS = {
     "__rtruediv__": ("_rdiv_scalar", "divide", "broadcast_div", True),
 }
 _SCALAR_FAST = {name: _operator_stand_in(name, *chain) for name, chain in _SCALAR_CHAINS.items()}
-_SCALAR_REAL = {name: NDArray.__dict__[name] for name in list(_SCALAR_CHAINS) + ["__radd__", "__rmul__", "__neg__"]}
+
+
+def _in_place_stand_in(dunder, generated, array_op):
+    """A stand-in for NDArray.<dunder>(self, other), `x += y` (a C object). MXNet's method checks
+    self.writable, then calls `op.<array_op>(self, other, out=self)` for an NDArray and
+    `_internal.<generated>(self, float(other), out=self)` for a number."""
+    real = NDArray.__dict__[dunder]
+    gen, arr = getattr(_internal, generated), getattr(_op_module, array_op)
+    handle, arr_handle = _op_handle(generated), _op_handle(array_op)
+    if (handle is None or handle not in gen.__code__.co_consts or arr_handle is None
+            or arr_handle not in arr.__code__.co_consts):
+        return real
+    alt, arr_alt = (_GENERATED_STAND_INS.setdefault(name, [fn]) for name, fn in ((generated, gen), (array_op, arr)))
+    nd_dict = _nd.__dict__
+    checks = [(_GENERATED, "_imperative_invoke", [_INVOKE]),
+              (_GENERATED, "_verify_all_legacy_ndarrays", [verify_all_legacy_ndarrays])]
+    scalar_guards = checks + [(nd_dict, "_internal", [_internal]), (_internal.__dict__, generated, alt)]
+    array_guards = checks + [(nd_dict, "op", [_op_module]), (_op_module.__dict__, array_op, arr_alt)]
+    return _core.operator_stand_in(real, NDArray, False, handle, scalar_guards, arr_handle, array_guards, False,
+                                   in_place=True, check_writable=True)
+
+
+# x op= y: the generated scalar op and the op for two NDArrays (x /= y is __itruediv__, which
+# MXNet writes as self.__idiv__(other))
+_IN_PLACE_CHAINS = {"__iadd__": ("_plus_scalar", "broadcast_add"), "__isub__": ("_minus_scalar", "broadcast_sub"),
+                    "__imul__": ("_mul_scalar", "broadcast_mul"), "__idiv__": ("_div_scalar", "broadcast_div")}
+_SCALAR_FAST.update({name: _in_place_stand_in(name, *chain) for name, chain in _IN_PLACE_CHAINS.items()})
+_SCALAR_REAL = {name: NDArray.__dict__[name]
+                for name in list(_SCALAR_CHAINS) + list(_IN_PLACE_CHAINS) + ["__radd__", "__rmul__", "__neg__"]}
 
 
 def _reflected(dunder, forward):

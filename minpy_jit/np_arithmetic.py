@@ -9,9 +9,10 @@ The stand-ins (C objects, operator_stand_ins.cc) make the invoke that chain make
 arguments, when `self` is exactly an `mx.np.ndarray` and the other operand is exactly a Python
 float or int (`[self]`, `['scalar']`, `[float(other)]`) or exactly an `mx.np.ndarray` (`[self,
 other]`, or `[other, self]` for a reflected operator; no attributes), and every function of the
-chain is still MXNet's own (checked on each call). Anything else -- in-place operators, bool or
-NumPy scalars, legacy arrays, a replaced function -- runs MXNet's method, so its result and its
-errors are MXNet's. `-x` and `s * x` need no stand-in of their own: MXNet's `__neg__` and
+chain is still MXNet's own (checked on each call); `x += y` and the other in-place operators
+make it with out=self, once `self.writable` holds where MXNet's method checks it. Anything else
+-- bool or NumPy scalars, legacy arrays, a replaced function -- runs MXNet's method, so its
+result and its errors are MXNet's. `-x` and `s * x` need no stand-in of their own: MXNet's `__neg__` and
 `__rmul__` call `self.__mul__`.
 """
 import mxnet.ndarray.numpy as _nd_np
@@ -53,7 +54,7 @@ def _generated(name):
     return gen, (gen, op_functions.stand_in_for(gen)), handle
 
 
-def _stand_in(dunder, via, reflected, array_op, scalar_op):
+def _stand_in(dunder, via, reflected, array_op, scalar_op, in_place=False, check_writable=False):
     """A stand-in for mx.np.ndarray.<dunder> (a C object: operator_stand_ins.cc), guarded by every
     function of MXNet's chain, the generated functions' invoke and their argument check (which
     passes for mx.np arrays)."""
@@ -70,11 +71,20 @@ def _stand_in(dunder, via, reflected, array_op, scalar_op):
              (generated_globals, "_verify_all_np_ndarrays", [frontend.verify_all_np_ndarrays])]
     return _core.operator_stand_in(real, _NP_NDARRAY, True, scalar_handle,
                                    chain + [(_npi.__dict__, scalar_op, list(scalar_ok))], array_handle,
-                                   chain + [(_npi.__dict__, array_op, list(array_ok))], reflected)
+                                   chain + [(_npi.__dict__, array_op, list(array_ok))], reflected,
+                                   in_place=in_place, check_writable=check_writable)
 
 
-_REAL = {name: _NP_NDARRAY.__dict__[name] for name in _CHAINS}
-_FAST = {name: _stand_in(name, *chain) for name, chain in _CHAINS.items()}
+# x op= y: MXNet's method calls the same mx.np function with out=self, after checking
+# self.writable (not for /=)
+_IN_PLACE_CHAINS = {
+    "__iadd__": ("add", False, "add", "add_scalar", True, True),
+    "__isub__": ("subtract", False, "subtract", "subtract_scalar", True, True),
+    "__imul__": ("multiply", False, "multiply", "multiply_scalar", True, True),
+    "__itruediv__": ("divide", False, "true_divide", "true_divide_scalar", True, False),
+}
+_REAL = {name: _NP_NDARRAY.__dict__[name] for name in list(_CHAINS) + list(_IN_PLACE_CHAINS)}
+_FAST = {name: _stand_in(name, *chain) for name, chain in list(_CHAINS.items()) + list(_IN_PLACE_CHAINS.items())}
 
 
 def install():

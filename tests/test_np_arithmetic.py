@@ -91,7 +91,7 @@ def test_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
     with minpy_jit.jit():
         inside = mxnet_python_calls(use)
     assert not (chain & inside), inside
-    # a NumPy scalar, a bool, a legacy array, an in-place operator: MXNet's methods
+    # a NumPy scalar, a bool, a legacy array: MXNet's methods
     for other in (lambda: x * np.float32(2), lambda: x * True, lambda: x.__mul__(y.as_nd_ndarray())):
         with minpy_jit.jit():
             try:
@@ -100,12 +100,6 @@ def test_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
                 calls = {"_ufunc_helper"}  # MXNet's helper raised it (the legacy-array case)
         assert "_ufunc_helper" in calls
 
-    def in_place():
-        z = x.copy()
-        z += 1
-        return z
-    with minpy_jit.jit():
-        assert "_ufunc_helper" in mxnet_python_calls(in_place)
 
 
 def test_arithmetic_runs_mxnets_method_when_its_chain_was_replaced(monkeypatch):
@@ -165,3 +159,63 @@ def test_stand_ins_are_in_place_only_while_the_hooks_are():
     with minpy_jit.jit():
         y = np_array(np.ones(3)) * 2
     assert y.asnumpy().tolist() == [2.0, 2.0, 2.0]
+
+
+IN_PLACE = {"x += s": "__iadd__", "x -= s": "__isub__", "x *= s": "__imul__", "x /= s": "__itruediv__"}
+
+
+def _in_place(x, name, other):
+    if name == "__iadd__":
+        x += other
+    elif name == "__isub__":
+        x -= other
+    elif name == "__imul__":
+        x *= other
+    else:
+        x /= other
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("expr", sorted(IN_PLACE))
+def test_in_place_arithmetic_equals_eager_bit_for_bit(expr, dtype):
+    name = IN_PLACE[expr]
+    base = rand(3, 4) + 1.5
+    others = [1.01, -0.5, 3, 0, float("inf"), float("nan")]
+
+    def program(x, y, row):
+        seen = []
+        for other in others + [y, row]:
+            before = x
+            x = _in_place(x, name, other)
+            assert x is before
+            seen.append(x.copy())
+        return seen
+    res = run_both(program, np_array(base, dtype), np_array(base[::-1] + 1, dtype), np_array(base[:1] + 2, dtype))
+    _same_bits(res)
+
+
+def test_in_place_arithmetic_skips_mxnets_python_only_inside_a_scope_and_checks_writable():
+    x, y = np_array(np.ones((2, 3))), np_array(np.ones((1, 3)))
+
+    def use():
+        for other in (2.0, 3, y):
+            for name in IN_PLACE.values():
+                _in_place(x, name, other)
+    chain = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "_ufunc_helper"}
+    with minpy_jit.jit():
+        pass
+    assert chain <= mxnet_python_calls(use)
+    with minpy_jit.jit():
+        inside = mxnet_python_calls(use)
+    assert not (chain & inside), inside
+    frozen = np_array(np.ones((2, 2)))
+    frozen.writable = False
+    for name in ("__iadd__", "__imul__"):
+        with pytest.raises(ValueError) as want:
+            _in_place(frozen, name, 1)
+        with minpy_jit.jit():
+            with pytest.raises(ValueError) as got:
+                _in_place(frozen, name, 1)
+        assert str(got.value) == str(want.value)
+    assert frozen.asnumpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]

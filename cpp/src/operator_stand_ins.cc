@@ -12,7 +12,9 @@
 // reflected operator; no attributes), with hooks_active() and every guard holding: a guard is
 // (dict, key, allowed), satisfied when dict[key] is one of the objects in `allowed` (a list or
 // tuple, read at each call: op_functions.py adds its stand-ins to the lists after the fact).
-// Every other call is MXNet's method, so its results and its errors are MXNet's.
+// An in-place operator (x += y) makes the same invoke with out=self, after MXNet's check that
+// self.writable (where MXNet's method checks it). Every other call is MXNet's method, so its
+// results and its errors are MXNet's.
 #include "runtime.h"
 #include "stand_ins.h"
 
@@ -32,6 +34,8 @@ struct OperatorStandIn {
   PyObject* array_guards;
   bool reflected;           // the array op takes (other, self)
   bool is_np;               // the invoke's is_np_op argument
+  bool in_place;            // x += y: the op writes self (out=self), and returns it
+  bool check_writable;      // ... after MXNet's `if not self.writable: raise` (MXNet's method raises)
   PyObject* weakrefs;
 };
 
@@ -51,8 +55,9 @@ int guards_hold(PyObject* guards) {
 }
 
 // The invoke MXNet's generated op function makes: _imperative_invoke(handle, ndargs, keys,
-// vals, None, is_np, False). Steals nothing; `value` may be null (no attributes).
-PyObject* invoke_op(OperatorStandIn* f, PyObject* handle, PyObject* a, PyObject* b, PyObject* value) {
+// vals, out, is_np, False), out being self for an in-place operator, else None. Steals nothing;
+// `value` may be null (no attributes).
+PyObject* invoke_op(OperatorStandIn* f, PyObject* handle, PyObject* a, PyObject* b, PyObject* value, PyObject* out) {
   PyObject* ndargs = PyList_New(b ? 2 : 1);
   PyObject* keys = PyList_New(value ? 1 : 0);
   PyObject* vals = PyList_New(value ? 1 : 0);
@@ -70,7 +75,7 @@ PyObject* invoke_op(OperatorStandIn* f, PyObject* handle, PyObject* a, PyObject*
       Py_INCREF(value);
       PyList_SET_ITEM(vals, 0, value);
     }
-    PyObject* argv[7] = {handle, ndargs, keys, vals, Py_None, f->is_np ? Py_True : Py_False, Py_False};
+    PyObject* argv[7] = {handle, ndargs, keys, vals, out, f->is_np ? Py_True : Py_False, Py_False};
     result = invoke_fast(nullptr, argv, 7);
   }
   Py_XDECREF(ndargs);
@@ -79,27 +84,38 @@ PyObject* invoke_op(OperatorStandIn* f, PyObject* handle, PyObject* a, PyObject*
   return result;
 }
 
+// Whether `self.writable` is true (MXNet's in-place operators check it first); -1 with an error.
+int writable(PyObject* self) {
+  static PyObject* name = PyUnicode_InternFromString("writable");
+  PyObject* w = PyObject_GetAttr(self, name);
+  if (!w) return -1;
+  int truth = PyObject_IsTrue(w);
+  Py_DECREF(w);
+  return truth;
+}
+
 PyObject* operator_call(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* f = reinterpret_cast<OperatorStandIn*>(self_obj);
   if (PyVectorcall_NARGS(nargsf) == 2 && !kwnames &&
       Py_TYPE(args[0]) == reinterpret_cast<PyTypeObject*>(f->self_type) && hooks_active()) {
     PyObject *self = args[0], *other = args[1];
     PyTypeObject* kind = Py_TYPE(other);
-    if ((kind == &PyFloat_Type || kind == &PyLong_Type) && f->scalar_handle != Py_None) {
-      int ok = guards_hold(f->scalar_guards);
-      if (ok < 0) return nullptr;
-      if (ok) {
-        PyObject* value = PyNumber_Float(other);  // float(other), as _ufunc_helper: its OverflowError too
-        if (!value) return nullptr;
-        PyObject* r = invoke_op(f, f->scalar_handle, self, nullptr, value);
-        Py_DECREF(value);
-        return r;
-      }
-    } else if (kind == reinterpret_cast<PyTypeObject*>(f->self_type) && f->array_handle != Py_None) {
-      int ok = guards_hold(f->array_guards);
-      if (ok < 0) return nullptr;
-      if (ok) return f->reflected ? invoke_op(f, f->array_handle, other, self, nullptr)
-                                  : invoke_op(f, f->array_handle, self, other, nullptr);
+    const bool scalar = (kind == &PyFloat_Type || kind == &PyLong_Type) && f->scalar_handle != Py_None;
+    const bool array = kind == reinterpret_cast<PyTypeObject*>(f->self_type) && f->array_handle != Py_None;
+    int ok = scalar || array;
+    if (ok && f->check_writable) ok = writable(self);  // not writable: MXNet's method raises
+    if (ok > 0) ok = guards_hold(scalar ? f->scalar_guards : f->array_guards);
+    if (ok < 0) return nullptr;
+    if (ok) {
+      PyObject* out = f->in_place ? self : Py_None;
+      if (array)
+        return f->reflected ? invoke_op(f, f->array_handle, other, self, nullptr, out)
+                            : invoke_op(f, f->array_handle, self, other, nullptr, out);
+      PyObject* value = PyNumber_Float(other);  // float(other), as MXNet's code: its OverflowError too
+      if (!value) return nullptr;
+      PyObject* r = invoke_op(f, f->scalar_handle, self, nullptr, value, out);
+      Py_DECREF(value);
+      return r;
     }
   }
   return PyObject_Vectorcall(f->real, args, nargsf, kwnames);
@@ -177,7 +193,7 @@ void register_operator_stand_in_api(py::module_& m) {
   m.add_object("OperatorStandIn", reinterpret_cast<PyObject*>(&OperatorStandInType));
   m.def("operator_stand_in",
         [](py::object real, py::type self_type, bool is_np, py::object scalar_handle, py::sequence scalar_guards,
-           py::object array_handle, py::sequence array_guards, bool reflected) {
+           py::object array_handle, py::sequence array_guards, bool reflected, bool in_place, bool check_writable) {
           auto* f = PyObject_GC_New(OperatorStandIn, &OperatorStandInType);
           if (!f) throw py::error_already_set();
           f->vectorcall = operator_call;
@@ -188,6 +204,8 @@ void register_operator_stand_in_api(py::module_& m) {
           f->scalar_guards = f->array_guards = nullptr;
           f->reflected = reflected;
           f->is_np = is_np;
+          f->in_place = in_place;
+          f->check_writable = check_writable;
           f->weakrefs = nullptr;
           auto stand_in = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(f));  // frees f on a throw
           f->scalar_guards = checked_guards(scalar_guards).release().ptr();
@@ -196,7 +214,8 @@ void register_operator_stand_in_api(py::module_& m) {
           return stand_in;
         },
         py::arg("real"), py::arg("self_type"), py::arg("is_np"), py::arg("scalar_handle"), py::arg("scalar_guards"),
-        py::arg("array_handle"), py::arg("array_guards"), py::arg("reflected"),
+        py::arg("array_handle"), py::arg("array_guards"), py::arg("reflected"), py::arg("in_place") = false,
+        py::arg("check_writable") = false,
         "A stand-in for the arithmetic operator `real` of `self_type` (operator_stand_ins.cc): the scalar "
         "and array ops' handles (None: no such path) and the guards each path checks.");
 }
