@@ -272,3 +272,43 @@ def mxnet_python_calls(fn):
     finally:
         sys.setprofile(None)
     return seen
+
+
+IN_PLACE = {"x += s": "__iadd__", "x -= s": "__isub__", "x *= s": "__imul__", "x /= s": "__itruediv__"}
+
+
+def in_place(x, name, other):
+    """x op= other for the in-place operator `name` (a key's value in IN_PLACE); the result."""
+    if name == "__iadd__":
+        x += other
+    elif name == "__isub__":
+        x -= other
+    elif name == "__imul__":
+        x *= other
+    else:
+        x /= other
+    return x
+
+
+def in_place_program(name, others):
+    """A program applying x op= other (in-place operator `name`) for each of `others`, then for
+    its arrays y and row, keeping a copy of x after each and checking x itself comes back."""
+    def program(x, y, row):
+        seen = []
+        for other in list(others) + [y, row]:
+            before = x
+            x = in_place(x, name, other)
+            assert x is before
+            seen.append(x.copy())
+        return seen
+    return program
+
+
+def assert_chain_skipped_only_inside_a_scope(use, chain):
+    """use() calls the functions of MXNet's Python `chain` outside a scope, none of them inside."""
+    with minpy_jit.jit():
+        pass
+    assert chain <= mxnet_python_calls(use)  # outside any scope: MXNet's own chain
+    with minpy_jit.jit():
+        inside = mxnet_python_calls(use)
+    assert not (chain & inside), inside

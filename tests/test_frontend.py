@@ -10,7 +10,8 @@ from mxnet.ndarray.ndarray import NDArray
 
 import minpy_jit
 from minpy_jit import frontend, intercept
-from conftest import arr, assert_same, mxnet_python_calls, rand, run_both
+from conftest import (IN_PLACE, arr, assert_chain_skipped_only_inside_a_scope, assert_same, in_place,
+                      in_place_program, mxnet_python_calls, rand, run_both)
 
 pytestmark = pytest.mark.usefixtures("isolated_runtime")
 
@@ -222,12 +223,7 @@ def test_scalar_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
                 x.__rsub__(y), x.__rtruediv__(y)]
     # (the generated op functions' code is exec'd text, not a file of mxnet's: not seen here)
     chain = {"multiply", "add", "subtract", "divide", "_ufunc_helper", "__neg__"}
-    with minpy_jit.jit():
-        pass
-    assert chain <= mxnet_python_calls(use)  # outside any scope: MXNet's own chain
-    with minpy_jit.jit():
-        inside = mxnet_python_calls(use)
-    assert not (chain & inside), inside
+    assert_chain_skipped_only_inside_a_scope(use, chain)
     # a numpy scalar, a bool: MXNet's methods (an mx.np array as `other` is np_arithmetic.py's)
     for other in (np.float32(2), True):
         with minpy_jit.jit():
@@ -267,21 +263,6 @@ def test_scalar_arithmetic_errors_are_mxnets():
     assert got == want and want[0][0] is OverflowError
 
 
-IN_PLACE = {"x += s": "__iadd__", "x -= s": "__isub__", "x *= s": "__imul__", "x /= s": "__itruediv__"}
-
-
-def _in_place(x, name, other):
-    if name == "__iadd__":
-        x += other
-    elif name == "__isub__":
-        x -= other
-    elif name == "__imul__":
-        x *= other
-    else:
-        x /= other
-    return x
-
-
 # int32 not for /= (an integer division by a zero the program makes kills eager MXNet)
 IN_PLACE_CASES = [(e, t) for e in sorted(IN_PLACE) for t in ("float32", "float16", "float64", "int32")
                   if t != "int32" or "/" not in e]
@@ -294,15 +275,7 @@ def test_in_place_arithmetic_equals_eager_bit_for_bit(expr, dtype):
     name = IN_PLACE[expr]
     base = np.arange(1, 13).reshape(3, 4) if dtype == "int32" else rand(3, 4) + 1.5
     others = [3, 2.5, True] if dtype == "int32" else [1.01, -0.5, 3, 0, float("inf"), float("nan")]
-
-    def program(x, y, row):
-        seen = []
-        for other in others + [y, row]:
-            before = x
-            x = _in_place(x, name, other)
-            assert x is before
-            seen.append(x.copy())
-        return seen
+    program = in_place_program(name, others)
     x, y = nd.array(base).astype(dtype), nd.array(base[::-1] + 1).astype(dtype)
     res = run_both(program, x, y, nd.array(base[:1] + 2).astype(dtype))
     for e, j in zip(res.eager, res.jitted):
@@ -315,17 +288,12 @@ def test_in_place_arithmetic_skips_mxnets_python_only_inside_a_scope_and_checks_
 
     def use():
         for other in (2.0, 3, y):
-            _in_place(x, "__iadd__", other)
-            _in_place(x, "__isub__", other)
-            _in_place(x, "__imul__", other)
-            _in_place(x, "__itruediv__", other)
+            in_place(x, "__iadd__", other)
+            in_place(x, "__isub__", other)
+            in_place(x, "__imul__", other)
+            in_place(x, "__itruediv__", other)
     chain = {"__iadd__", "__isub__", "__imul__", "__idiv__"}
-    with minpy_jit.jit():
-        pass
-    assert chain <= mxnet_python_calls(use)
-    with minpy_jit.jit():
-        inside = mxnet_python_calls(use)
-    assert not (chain & inside), inside
+    assert_chain_skipped_only_inside_a_scope(use, chain)
     frozen = nd.ones((2, 2))
     frozen.writable = False
     with pytest.raises(ValueError) as want:

@@ -9,7 +9,8 @@ from mxnet import nd
 
 import minpy_jit
 from minpy_jit import np_arithmetic
-from conftest import mxnet_python_calls, rand, run_both
+from conftest import (IN_PLACE, assert_chain_skipped_only_inside_a_scope, in_place, in_place_program,
+                      mxnet_python_calls, rand, run_both)
 
 pytestmark = pytest.mark.usefixtures("isolated_runtime")
 
@@ -85,12 +86,7 @@ def test_arithmetic_skips_mxnets_python_chain_only_inside_a_scope():
     def use():
         return [x * 1.5, 2 + x, x - 1, 1 - x, x / 4.0, 4.0 / x, 3 * x, -x, x + y, x - y, x * y, x / y]
     chain = {"multiply", "add", "subtract", "divide", "_ufunc_helper", "_wrap_np_binary_func"}
-    with minpy_jit.jit():
-        pass
-    assert chain <= mxnet_python_calls(use)  # outside any scope: MXNet's own chain
-    with minpy_jit.jit():
-        inside = mxnet_python_calls(use)
-    assert not (chain & inside), inside
+    assert_chain_skipped_only_inside_a_scope(use, chain)
     # a NumPy scalar, a bool, a legacy array: MXNet's methods
     for other in (lambda: x * np.float32(2), lambda: x * True, lambda: x.__mul__(y.as_nd_ndarray())):
         with minpy_jit.jit():
@@ -161,36 +157,13 @@ def test_stand_ins_are_in_place_only_while_the_hooks_are():
     assert y.asnumpy().tolist() == [2.0, 2.0, 2.0]
 
 
-IN_PLACE = {"x += s": "__iadd__", "x -= s": "__isub__", "x *= s": "__imul__", "x /= s": "__itruediv__"}
-
-
-def _in_place(x, name, other):
-    if name == "__iadd__":
-        x += other
-    elif name == "__isub__":
-        x -= other
-    elif name == "__imul__":
-        x *= other
-    else:
-        x /= other
-    return x
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 @pytest.mark.parametrize("expr", sorted(IN_PLACE))
 def test_in_place_arithmetic_equals_eager_bit_for_bit(expr, dtype):
     name = IN_PLACE[expr]
     base = rand(3, 4) + 1.5
     others = [1.01, -0.5, 3, 0, float("inf"), float("nan")]
-
-    def program(x, y, row):
-        seen = []
-        for other in others + [y, row]:
-            before = x
-            x = _in_place(x, name, other)
-            assert x is before
-            seen.append(x.copy())
-        return seen
+    program = in_place_program(name, others)
     res = run_both(program, np_array(base, dtype), np_array(base[::-1] + 1, dtype), np_array(base[:1] + 2, dtype))
     _same_bits(res)
 
@@ -201,21 +174,16 @@ def test_in_place_arithmetic_skips_mxnets_python_only_inside_a_scope_and_checks_
     def use():
         for other in (2.0, 3, y):
             for name in IN_PLACE.values():
-                _in_place(x, name, other)
+                in_place(x, name, other)
     chain = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "_ufunc_helper"}
-    with minpy_jit.jit():
-        pass
-    assert chain <= mxnet_python_calls(use)
-    with minpy_jit.jit():
-        inside = mxnet_python_calls(use)
-    assert not (chain & inside), inside
+    assert_chain_skipped_only_inside_a_scope(use, chain)
     frozen = np_array(np.ones((2, 2)))
     frozen.writable = False
     for name in ("__iadd__", "__imul__"):
         with pytest.raises(ValueError) as want:
-            _in_place(frozen, name, 1)
+            in_place(frozen, name, 1)
         with minpy_jit.jit():
             with pytest.raises(ValueError) as got:
-                _in_place(frozen, name, 1)
+                in_place(frozen, name, 1)
         assert str(got.value) == str(want.value)
     assert frozen.asnumpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]

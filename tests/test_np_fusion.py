@@ -10,7 +10,7 @@ import pytest
 from mxnet import autograd, nd
 
 import minpy_jit
-from conftest import rand, run_both
+from conftest import run_both
 
 pytestmark = pytest.mark.skipif(minpy_jit.kernels() is None, reason="kernel library not built")
 
