@@ -124,13 +124,16 @@ def _op_handle(name):
     return h.value
 
 
-def _operator_stand_in(dunder, generated, via, array_op, reflected):
-    """A stand-in for NDArray.<dunder>(self, other) (a C object: operator_stand_ins.cc). MXNet's
-    chain goes through ndarray.py's function `via` (e.g. `multiply`) to `_ufunc_helper`, which
-    calls `_internal.<generated>(self, float(other))` for a Python float or int `other` and
-    `op.<array_op>(self, other)` for an NDArray (`(other, self)` when `reflected`); each is a
-    generated function invoking its op. The guards: every function of the chain, the generated
-    functions' invoke and argument check (which passes for an NDArray) are still MXNet's own."""
+def _operator_stand_in(dunder, generated, array_op, via=None, reflected=False):
+    """A stand-in for NDArray.<dunder>(self, other) (a C object: operator_stand_ins.cc).
+
+    An arithmetic operator (`via` given, e.g. `multiply`): MXNet's chain goes through ndarray.py's
+    function `via` to `_ufunc_helper`, which calls `_internal.<generated>(self, float(other))` for
+    a Python float or int and `op.<array_op>(self, other)` for an NDArray (`(other, self)` when
+    `reflected`). An in-place operator (`via` None, `x += y`): MXNet's method checks
+    self.writable, then makes those calls itself with out=self. Each is a generated function
+    invoking its op. The guards: every function of the chain, and the generated functions'
+    invoke and argument check (which passes for an NDArray), are still MXNet's own."""
     real = NDArray.__dict__[dunder]
     gen, arr = getattr(_internal, generated), getattr(_op_module, array_op)
     handle, arr_handle = _op_handle(generated), _op_handle(array_op)
@@ -141,55 +144,36 @@ def _operator_stand_in(dunder, generated, via, array_op, reflected):
     # either function may be in place when a stand-in runs (op_functions.py adds its own to these lists)
     alt, arr_alt = (_GENERATED_STAND_INS.setdefault(name, [fn]) for name, fn in ((generated, gen), (array_op, arr)))
     nd_dict = _nd.__dict__
-    chain = [(nd_dict, via, [getattr(_nd, via)]), (nd_dict, "_ufunc_helper", [_UFUNC_HELPER]),
-             (_GENERATED, "_imperative_invoke", [_INVOKE]),
+    chain = [(_GENERATED, "_imperative_invoke", [_INVOKE]),
              (_GENERATED, "_verify_all_legacy_ndarrays", [verify_all_legacy_ndarrays])]
+    if via is not None:
+        chain += [(nd_dict, via, [getattr(_nd, via)]), (nd_dict, "_ufunc_helper", [_UFUNC_HELPER])]
     scalar_guards = chain + [(nd_dict, "_internal", [_internal]), (_internal.__dict__, generated, alt)]
     array_guards = chain + [(nd_dict, "op", [_op_module]), (_op_module.__dict__, array_op, arr_alt)]
-    return _core.operator_stand_in(real, NDArray, False, handle, scalar_guards, arr_handle, array_guards, reflected)
+    in_place = via is None
+    return _core.operator_stand_in(real, NDArray, False, handle, scalar_guards, arr_handle, array_guards, reflected,
+                                   in_place=in_place, check_writable=in_place)
 
 
-# dunder: the generated scalar op MXNet's chain ends in, the ndarray.py function it passes
-# through, the generated op for two NDArrays, and whether that one takes (other, self).
+# dunder: the generated scalar op MXNet's chain ends in, the generated op for two NDArrays, the
+# ndarray.py function it passes through, and whether the array op takes (other, self).
 # _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar): lhs NDArray and rhs
 # numeric -> lfn_scalar(lhs, float(rhs)); lhs numeric -> rfn_scalar(rhs, float(lhs)), or
 # lfn_scalar when the op commutes; rhs an NDArray -> fn_array(lhs, rhs)
 _SCALAR_CHAINS = {
-    "__add__": ("_plus_scalar", "add", "broadcast_add", False),
-    "__sub__": ("_minus_scalar", "subtract", "broadcast_sub", False),
-    "__rsub__": ("_rminus_scalar", "subtract", "broadcast_sub", True),
-    "__mul__": ("_mul_scalar", "multiply", "broadcast_mul", False),
-    "__truediv__": ("_div_scalar", "divide", "broadcast_div", False),
-    "__rtruediv__": ("_rdiv_scalar", "divide", "broadcast_div", True),
+    "__add__": ("_plus_scalar", "broadcast_add", "add", False),
+    "__sub__": ("_minus_scalar", "broadcast_sub", "subtract", False),
+    "__rsub__": ("_rminus_scalar", "broadcast_sub", "subtract", True),
+    "__mul__": ("_mul_scalar", "broadcast_mul", "multiply", False),
+    "__truediv__": ("_div_scalar", "broadcast_div", "divide", False),
+    "__rtruediv__": ("_rdiv_scalar", "broadcast_div", "divide", True),
 }
-_SCALAR_FAST = {name: _operator_stand_in(name, *chain) for name, chain in _SCALAR_CHAINS.items()}
-
-
-def _in_place_stand_in(dunder, generated, array_op):
-    """A stand-in for NDArray.<dunder>(self, other), `x += y` (a C object). MXNet's method checks
-    self.writable, then calls `op.<array_op>(self, other, out=self)` for an NDArray and
-    `_internal.<generated>(self, float(other), out=self)` for a number."""
-    real = NDArray.__dict__[dunder]
-    gen, arr = getattr(_internal, generated), getattr(_op_module, array_op)
-    handle, arr_handle = _op_handle(generated), _op_handle(array_op)
-    if (handle is None or handle not in gen.__code__.co_consts or arr_handle is None
-            or arr_handle not in arr.__code__.co_consts):
-        return real
-    alt, arr_alt = (_GENERATED_STAND_INS.setdefault(name, [fn]) for name, fn in ((generated, gen), (array_op, arr)))
-    nd_dict = _nd.__dict__
-    checks = [(_GENERATED, "_imperative_invoke", [_INVOKE]),
-              (_GENERATED, "_verify_all_legacy_ndarrays", [verify_all_legacy_ndarrays])]
-    scalar_guards = checks + [(nd_dict, "_internal", [_internal]), (_internal.__dict__, generated, alt)]
-    array_guards = checks + [(nd_dict, "op", [_op_module]), (_op_module.__dict__, array_op, arr_alt)]
-    return _core.operator_stand_in(real, NDArray, False, handle, scalar_guards, arr_handle, array_guards, False,
-                                   in_place=True, check_writable=True)
-
-
 # x op= y: the generated scalar op and the op for two NDArrays (x /= y is __itruediv__, which
 # MXNet writes as self.__idiv__(other))
 _IN_PLACE_CHAINS = {"__iadd__": ("_plus_scalar", "broadcast_add"), "__isub__": ("_minus_scalar", "broadcast_sub"),
                     "__imul__": ("_mul_scalar", "broadcast_mul"), "__idiv__": ("_div_scalar", "broadcast_div")}
-_SCALAR_FAST.update({name: _in_place_stand_in(name, *chain) for name, chain in _IN_PLACE_CHAINS.items()})
+_SCALAR_FAST = {name: _operator_stand_in(name, *chain)
+                for name, chain in list(_SCALAR_CHAINS.items()) + list(_IN_PLACE_CHAINS.items())}
 _SCALAR_REAL = {name: NDArray.__dict__[name]
                 for name in list(_SCALAR_CHAINS) + list(_IN_PLACE_CHAINS) + ["__radd__", "__rmul__", "__neg__"]}
 

@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backward.h"
 #include "executor.h"
 #include "nogil.h"
 #include "mxapi.h"
@@ -507,16 +506,7 @@ void note_per_op_run(const Trace& t, const std::vector<OutputSpec>& outputs) {
   Suspects& s = suspects();
   // Recorded under autograd: a backward over these ops may fail too (or read what failed), so
   // the variables' gradient buffers are probed after the next backward().
-  if (t.recording) {
-    std::vector<NDArrayHandle> externals;
-    for (const Value& v : t.values)
-      if (v.node < 0 && v.ext) externals.push_back(v.ext);
-    watch_gradients(externals);
-    // This trace's own backward() has just run, op by op (MXNet's): its failure (a tile's
-    // backward) is on those buffers now, so they are probed now, not after the next backward().
-    if (std::any_of(t.nodes.begin(), t.nodes.end(), [](const Node& n) { return is_backward_node(n); }))
-      probe_gradients_after_backward();
-  }
+  if (t.recording) watch_input_gradients(t);
   for (const Value& v : t.values) {
     if (v.node >= 0 || !v.ext) continue;
     auto it = s.chunks.find(chunk_of(v.ext));
@@ -537,6 +527,13 @@ void watch_gradients(const std::vector<NDArrayHandle>& arrays) {
     if (s.gradient_chunks.insert(chunk_of(g)).second) s.gradients.push_back(g);
     else MXNDArrayFree(g);
   }
+}
+
+void watch_input_gradients(const Trace& t) {
+  std::vector<NDArrayHandle> externals;
+  for (const Value& v : t.values)
+    if (v.node < 0 && v.ext) externals.push_back(v.ext);
+  watch_gradients(externals);
 }
 
 void probe_gradients_after_backward() {

@@ -75,6 +75,10 @@ void probe_arrays(const std::vector<NDArrayHandle>& arrays);
 // fallback, a hybridized block), whose backward may fail.
 void watch_gradients(const std::vector<NDArrayHandle>& arrays);
 
+// watch_gradients over a recorded trace's inputs (its external arrays): the backward() after it
+// may reach their variables, and leave a failure on their gradient buffers.
+void watch_input_gradients(const Trace& t);
+
 // Whether this call of an op may fail at run time on these inputs: tile or a reduction over
 // too many axes (above), a scalar slice assignment or a 4-d image op given more than 5 axes,
 // a oneDNN concat or BatchNorm given more than 6, sort/argsort of float16 on CPU ("This

@@ -628,16 +628,11 @@ void run_current(ThreadState& ts, const std::string& cause, const std::string& w
   // backward() runs inside its graph runs without autograd (backward.h): one graph.
   std::vector<Trace> parts;
   std::vector<char> per_op;  // per part: MXNet records its ops one by one (parts_recorded_per_op)
-  if (t.runs_recorded() && t.can_fail) {
-    // A part that can fail runs op by op and watches the gradients of its own inputs; the
-    // backward() after it reaches the variables behind the other parts too (a Pooling before a
-    // failing tile), whose gradient buffers it leaves the error on: all are probed after it
-    // (a later graph writing one would be skipped whole: fuzz seed 9062593).
-    std::vector<NDArrayHandle> externals;
-    for (const Value& v : t.values)
-      if (v.node < 0 && v.ext) externals.push_back(v.ext);
-    watch_gradients(externals);
-  }
+  // A part that can fail runs op by op and watches the gradients of its own inputs; the
+  // backward() after it reaches the variables behind the other parts too (a Pooling before a
+  // failing tile), whose gradient buffers it leaves the error on: all are probed after it
+  // (a later graph writing one would be skipped whole: fuzz seed 9062593).
+  if (t.runs_recorded() && t.can_fail) watch_input_gradients(t);
   if (t.runs_recorded()) {
     // The backward MXNet is about to run (without retain_graph) names its heads: if every op
     // of the segment leads to one of them, that backward visits all of them with real

@@ -1039,23 +1039,25 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   const char* lift = ts.trace.recording && !op.update ? "" : op.lift;
   bool hot = *lift && is_hot(ts, op, lift, attrs);
   OpInfo* ours = nullptr;  // our multi-tensor kernel recorded in the op's place
-  // A run-time error on an input (a failed tile before it) skips MXNet's update and stays on its
-  // outputs. Our kernel, a library op, is skipped alike but also holds a temp-space resource,
-  // which inherits the error and passes it to the next op given that resource (a random draw
-  // after it raised the tile's error, and a product of the updated weight read garbage: fuzz
-  // seed 9032816). In a trace that can fail, or reading an array a run may have left an error
-  // on, MXNet's op runs, where it is called, and every array it reads or updates in place is
-  // probed: a later trace reading one runs op by op until it is seen clean.
+  // A run-time error on an input (a failed tile before it) skips MXNet's update as a whole and
+  // stays on its outputs. Our kernel, a library op, is skipped alike but also holds a temp-space
+  // resource, which inherits the error and passes it to the next op given that resource (a random
+  // draw after it raised the tile's error, and a product of the updated weight read garbage: fuzz
+  // seed 9032816); a multi-weight update expanded into per-weight computations would update the
+  // other weights (fuzz seed 304042). In a trace that can fail, or reading an array a run may
+  // have left an error on, MXNet's op runs, where it is called, and every array it reads or
+  // updates in place is probed: a later trace reading one runs op by op until it is seen clean.
   auto reads_a_suspect = [&] {
     std::vector<NDArrayHandle> handles;
     for (PyObject* a : in_objs) handles.push_back(handle_of(a));
     return any_suspect(handles);
   };
-  std::vector<int> every_input(in_objs.size());
-  for (size_t i = 0; i < every_input.size(); ++i) every_input[i] = static_cast<int>(i);
-  if (op.update && (hot || op.expands || op.no_symbolic_form) && (t.can_fail || reads_a_suspect()))
+  if (op.update && (hot || op.expands || op.no_symbolic_form) && (t.can_fail || reads_a_suspect())) {
+    std::vector<int> every_input(in_objs.size());
+    for (size_t i = 0; i < every_input.size(); ++i) every_input[i] = static_cast<int>(i);
     return fallback_that_can_fail(
         args, op, "an update after an op that can fail (MXNet's op, which holds no temp space)", every_input);
+  }
   if (op.update && (hot || op.expands || op.no_symbolic_form)) {
     ours = as_update_kernel(ts, op, hot, attr_hash, &attrs, &in);
     if (ours) {
@@ -1071,14 +1073,6 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
     ours = &failing_twin(op);  // recorded as an op that can fail: its trace runs op by op
   }
   OpInfo& rec_op = ours ? *ours : op;  // what goes into the trace
-  // A multi-weight update expanded into per-weight computations: eagerly it is one engine
-  // operation, skipped as a whole when any of its arrays holds a run-time error (a failed
-  // tile before it); expanded, the other weights' updates would run (fuzz seed 304042). When
-  // an op of the trace can fail, or a run may have left an error on one of its arrays, MXNet's
-  // op runs.
-  if (!ours && op.expands && (t.can_fail || reads_a_suspect()))
-    return fallback_that_can_fail(
-        args, op, "a multi-weight update after an op that can fail (MXNet's one op skips as a whole)", every_input);
   // An expansion's first results are on cpu (pinned and shared memory do not propagate), and
   // its next nodes would mix them with the pinned inputs, which a graph cannot take (a kvstore's
   // stored weights are on cpu_pinned(0)): MXNet's op runs, as eagerly.

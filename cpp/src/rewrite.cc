@@ -12,14 +12,17 @@ namespace {
 
 struct ScalarForm {
   const char* broadcast_op;
-  bool scalar_first;  // S op x (the r* forms)
-  bool np = false;    // mx.np's: lifted only on float arrays (on integers the scalar op's result
-                      // is a float array, the broadcast op's an integer one)
+  bool scalar_first;      // S op x (the r* forms)
+  bool commutes = false;  // x * s, x + s: lifted as S op x too, which keeps x's NaN where x and s
+                          // are both NaN, as the scalar op does (MXNet's broadcast ops and our
+                          // kernels give the second operand's; tests/test_special_values.py)
+  bool np = false;        // mx.np's: lifted only on float arrays (on integers the scalar op's result
+                          // is a float array, the broadcast op's an integer one)
 };
 
 const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
   static const std::unordered_map<std::string, ScalarForm> m = {
-      {"_mul_scalar", {"broadcast_mul", false}},        {"_plus_scalar", {"broadcast_add", false}},
+      {"_mul_scalar", {"broadcast_mul", false, true}},        {"_plus_scalar", {"broadcast_add", false, true}},
       {"_minus_scalar", {"broadcast_sub", false}},      {"_rminus_scalar", {"broadcast_sub", true}},
       {"_div_scalar", {"broadcast_div", false}},        {"_rdiv_scalar", {"broadcast_div", true}},
       {"_power_scalar", {"broadcast_power", false}},    {"_rpower_scalar", {"broadcast_power", true}},
@@ -29,10 +32,12 @@ const std::unordered_map<std::string, ScalarForm>& scalar_ops() {
       {"_not_equal_scalar", {"broadcast_not_equal", false}}, {"_greater_scalar", {"broadcast_greater", false}},
       {"_greater_equal_scalar", {"broadcast_greater_equal", false}},
       {"_lesser_scalar", {"broadcast_lesser", false}},  {"_lesser_equal_scalar", {"broadcast_lesser_equal", false}},
-      {"_npi_multiply_scalar", {"_npi_multiply", false, true}}, {"_npi_add_scalar", {"_npi_add", false, true}},
-      {"_npi_subtract_scalar", {"_npi_subtract", false, true}}, {"_npi_rsubtract_scalar", {"_npi_subtract", true, true}},
-      {"_npi_true_divide_scalar", {"_npi_true_divide", false, true}},
-      {"_npi_rtrue_divide_scalar", {"_npi_true_divide", true, true}},
+      {"_npi_multiply_scalar", {"_npi_multiply", false, true, true}},
+      {"_npi_add_scalar", {"_npi_add", false, true, true}},
+      {"_npi_subtract_scalar", {"_npi_subtract", false, false, true}},
+      {"_npi_rsubtract_scalar", {"_npi_subtract", true, false, true}},
+      {"_npi_true_divide_scalar", {"_npi_true_divide", false, false, true}},
+      {"_npi_rtrue_divide_scalar", {"_npi_true_divide", true, false, true}},
   };
   return m;
 }
@@ -133,12 +138,8 @@ static bool expand_lifted_or_throw(const std::string& op, const std::vector<Attr
       return false;  // float32 and float64 only; is_int (never passed by mx.np) keeps the attribute
     int S = em.constant(scalar_field(attrs), in[0]);
     if (S < 0) return false;
-    // x * s and x + s as broadcast_mul(S, x) / broadcast_add(S, x): the same sums and products,
-    // and where x and s are both NaN, x's NaN, as MXNet's _mul_scalar / _plus_scalar give it
-    // (its broadcast ops and our kernels give the second operand's; tests/test_special_values.py)
-    const bool commutes = op == "_mul_scalar" || op == "_plus_scalar" || op == "_npi_multiply_scalar" ||
-                          op == "_npi_add_scalar";
-    std::vector<int> args = so->second.scalar_first || commutes ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
+    const bool s_first = so->second.scalar_first || so->second.commutes;
+    std::vector<int> args = s_first ? std::vector<int>{S, in[0]} : std::vector<int>{in[0], S};
     outs->push_back(em.node(so->second.broadcast_op, {}, args));
     return true;
   }
