@@ -173,8 +173,12 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
         if (t.values[v].node < 0 && t.values[v].ext && !is_var[v] && in_autograd_graph(t.values[v].ext))
           return false;
   // A value read three or more times: MXNet sums its gradient contributions in the order of
-  // its own graph, which ours need not share (a + b is b + a; three terms are not).
+  // its own graph, which ours need not share (a + b is b + a; three terms are not). A head's
+  // own head gradient is one more term (backward([y, tanh_x]) with tanh_x read twice: fuzz
+  // seed 9716324, an ulp off).
   std::vector<int> reads(nv, 0);
+  for (int v : head_values)
+    if (++reads[v] > 2) return false;
   for (size_t n = 0; n < t.nodes.size(); ++n)
     if (in_graph[n])
       for (int v : t.nodes[n].in)

@@ -232,6 +232,39 @@ std::vector<OutputSpec> collect_outputs(const Trace& t, std::vector<NDArrayHandl
   return outputs;
 }
 
+// A static graph run under record() is one autograd node. MXNet's backward of it runs the
+// gradient pass over the graph from all its outputs, in their order, where eager's starts from
+// the backward's heads, and gives each output a head gradient, where eager gives a held
+// result none. Both change how the gradients of a value read several times are summed: the
+// pass adds them in the order its depth-first walk meets the readers, and MXNet's ElementWiseSum
+// of 3 or 4 arrays rounds otherwise than of 5 (an output's zero head gradient is one more term).
+// So the heads of the backward about to run come first, in its order (each op of a static part
+// leads to a head, parts_recorded_per_op: the walk meets every node as eager's does), and a held
+// result that ops of the graph read is returned through BlockGrad, whose zero gradient the
+// pass's sum drops (AggregateGradient). Random programs reading arrays three or more times
+// differed from eager in the last bit in 8 of 300 before (tests/test_gradient_sums.py).
+static void order_for_backward(const ThreadState& ts, const Trace& t, std::vector<OutputSpec>* outputs) {
+  if (ts.backward_retains || ts.backward_heads.empty()) return;
+  size_t front = 0;
+  for (NDArrayHandle h : ts.backward_heads) {
+    auto it = t.slots.find(h);
+    if (it == t.slots.end()) continue;
+    for (size_t k = front; k < outputs->size(); ++k)
+      if ((*outputs)[k].value == it->second.value) {
+        std::rotate(outputs->begin() + front, outputs->begin() + k, outputs->begin() + k + 1);
+        ++front;
+        break;
+      }
+  }
+  std::vector<char> read(t.values.size(), 0);
+  for (const Node& n : t.nodes)
+    for (int v : n.in) read[v] = 1;
+  for (size_t k = front; k < outputs->size(); ++k) {
+    OutputSpec& o = (*outputs)[k];
+    o.stop_gradient = o.target_ext < 0 && read[o.value] && t.values[o.value].node >= 0;
+  }
+}
+
 // A miss: lower and build the graph, cache it (or an eager-only entry if MXNet refuses
 // it), count it against the scope's recompile limit, and log it if asked.
 std::shared_ptr<Executor> compile_and_cache(ThreadState& ts, const Trace& t, const std::vector<OutputSpec>& outputs,
@@ -364,10 +397,11 @@ void run_trace(ThreadState& ts, Trace& t, const std::string& cause, const std::s
   }
 
   per_op_autograd = per_op_autograd && t.runs_recorded();
+  if (t.runs_recorded() && !per_op_autograd) order_for_backward(ts, t, &outputs);
   Key128 key = t.key;  // the sequence, plus which of its values are outputs and where they go
   for (const auto& o : outputs) {
     key.add(0x0A7ULL + static_cast<uint64_t>(o.value));
-    key.add(static_cast<uint64_t>(o.target_ext + 2));
+    key.add(static_cast<uint64_t>(o.target_ext + 2) + (o.stop_gradient ? 0x5709ULL << 32 : 0));
   }
   if (per_op_autograd) key.add(0x1D11AEDULL);
   // A static graph run under record() is one autograd node whose backward reads the buffers
@@ -524,6 +558,57 @@ void wait_for_foreign_flush(ThreadState& ts) {
   }
 }
 
+// Marks (in `per_op`) the parts whose gradients would be summed with gradients from outside the
+// part. Eager's backward sums the contributions to an array in the order its gradient pass
+// visits the readers over the whole autograd graph (AggregateGradient: ElementWiseSum, or a
+// chain of _grad_add, in that order). A static part is one node of that graph: its backward
+// sums its own readers' contributions first, and the order of its inputs reorders the visits of
+// the nodes behind it. So a part reached by the backward stays one graph only when the pass
+// meets nothing outside it: no input with recorded history (from an earlier flush or another
+// part of this one), and no array read both by it and by another part. Otherwise the sums may
+// round differently: a GRU cell looped over `x[:, t, :]` (a reshape view flushes each step)
+// summed i2h_weight's five gradients in another order than eager, an ulp off in 196 elements.
+static void sums_cross_parts(const Trace& t, const std::vector<int>& part_of_node, const std::vector<uint8_t>& gradient,
+                      std::vector<char>* per_op) {
+  const int kNoReader = -1, kSeveral = -2;
+  std::vector<int> reader(t.values.size(), kNoReader);  // the part whose reached ops read a value
+  auto reached = [&](const Node& n) {
+    for (int v : n.out)
+      if (gradient[v] != kNoGradient) return true;
+    return false;
+  };
+  auto role_of = [](NDArrayHandle h, int* req) {
+    return autograd_peek_works() ? autograd_role(h, req) : AutogradRole::kHistory;
+  };
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    const Node& n = t.nodes[i];
+    if (!reached(n)) continue;
+    const int p = part_of_node[i];
+    for (int v : n.in) {
+      const Value& val = t.values[v];
+      int req = 0;
+      if (val.node >= 0 ? part_of_node[val.node] != p : val.ext && role_of(val.ext, &req) == AutogradRole::kHistory)
+        (*per_op)[p] = 1;
+      int& r = reader[v];
+      r = r == kNoReader || r == p ? p : kSeveral;
+    }
+  }
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    const Node& n = t.nodes[i];
+    if (!reached(n)) continue;
+    for (int v : n.in) {
+      if (reader[v] != kSeveral) continue;
+      const Value& val = t.values[v];
+      int req = 0;
+      const AutogradRole role = val.node >= 0 ? AutogradRole::kHistory
+                                : val.ext   ? role_of(val.ext, &req)
+                                            : AutogradRole::kNone;
+      const bool gets_gradient = role == AutogradRole::kHistory || (role == AutogradRole::kVariable && req != 0);
+      if (gets_gradient) (*per_op)[part_of_node[i]] = 1;
+    }
+  }
+}
+
 // Per part (by index): whether it runs as a graph whose ops MXNet records one by one, each its
 // own autograd node as eagerly (compile(): per_op_autograd), instead of as one node.
 //
@@ -540,7 +625,8 @@ void wait_for_foreign_flush(ThreadState& ts) {
 //    graph does). That is every part unless this flush precedes a backward (without
 //    retain_graph) that reaches the part and frees its history;
 //  - that backward does not reach one of its ops (a held log(y) beside the loss's y * 2);
-//  - or the backward skips one of its ops that its graph would run (parts_hiding_zero_gradients).
+//  - or the backward skips one of its ops that its graph would run (parts_hiding_zero_gradients);
+//  - or its gradients meet others in a sum (sums_cross_parts).
 // A part whose every op that backward reaches with a real gradient stays one static graph.
 std::vector<char> parts_recorded_per_op(const ThreadState& ts, const Trace& t, const std::vector<int>& part_of_node,
                                         int parts) {
@@ -561,6 +647,7 @@ std::vector<char> parts_recorded_per_op(const ThreadState& ts, const Trace& t, c
     (r ? reached : unreached_op)[part_of_node[i]] = 1;
   }
   for (int p = 0; p < parts; ++p) per_op[p] = !reached[p] || unreached_op[p];
+  sums_cross_parts(t, part_of_node, gradient, &per_op);
   return per_op;
 }
 
@@ -756,6 +843,10 @@ bool read_keeps_recorded_trace(ThreadState& ts, const std::string& cause) {
   }
   for (const auto& kv : copy.slots)  // never recycled into the pool (see release_trace)
     if (kv.second.written) t.slots.at(kv.first).written = true;
+  // The copy's compile passed the site's recompile limit: from now on its ops run eagerly where
+  // they are called, and would read the copy's results, which have no autograd history. The
+  // trace runs now, under autograd (eagerly, as the site does), and is not kept open.
+  if (ts.site && ts.site->eager) return false;
   t.peeked = t.nodes.size();
   t.peek_key = t.key.a;
   ++R->stats.reads_kept_open;

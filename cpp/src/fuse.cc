@@ -386,7 +386,8 @@ bool may_fuse(const Trace& t, size_t i) {
 }
 
 FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
-                       const std::vector<char>& escapes, const std::vector<int>& written_into) {
+                       const std::vector<char>& escapes, const std::vector<int>& written_into,
+                       const std::vector<int>& head_gradients) {
   FusionPlan plan;
   const size_t n_nodes = t.nodes.size();
   plan.unit_of_node.assign(n_nodes, -1);
@@ -476,11 +477,13 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     }
   }
 
-  // Under recording, a value's gradient is the sum of one contribution per read (plus, for
-  // a graph output, the gradient from outside the graph, which MXNet's CachedOp adds first,
-  // fused or not). Two reads add up to the same bits in either order; with more, MXNet's
-  // order of summation is its graph's, which a fused unit would change: such values stay
-  // with MXNet's ops.
+  // Under recording, a value's gradient is the sum of one contribution per read, plus, for
+  // a graph output, its head gradient from outside the graph (not for one returned through
+  // BlockGrad: OutputSpec::stop_gradient). Two terms add up to the same bits in either order;
+  // with more, MXNet's sum is its graph's (ElementWiseSum of the terms in its pass's order,
+  // rounding otherwise for 3 or 4 terms than a chain of adds), which a fused unit would
+  // change by adding its own reads first: such values stay with MXNet's ops (a head read
+  // twice: fuzz seed 9716324).
   // A backward node's heads count as read once (their gradient from outside, the head
   // gradient); the variables and head-gradient arrays it also reads get no contribution from it.
   std::vector<char> many_contributions;
@@ -494,6 +497,8 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
         counted = std::min(counted, static_cast<size_t>(std::max(0, std::atoi(attr_value(n.attrs, "num_heads", "0").c_str()))));
       for (size_t k = 0; k < counted; ++k) ++reads[n.in[k]];
     }
+    if (t.runs_recorded())
+      for (size_t v = 0; v < t.values.size(); ++v) reads[v] += head_gradients[v];
     many_contributions.assign(t.values.size(), 0);
     for (size_t v = 0; v < t.values.size(); ++v) many_contributions[v] = reads[v] > 2;
   }

@@ -56,9 +56,12 @@ struct FusionPlan {
 // `live`: nodes kept by lowering; `preds`: per node, the earlier nodes it must
 // follow besides its data inputs (control dependencies); `escapes`: per value,
 // nonzero if it is a graph output; `written_into`: per value, the external value
-// whose array it is written into when that is its only use as a graph output, else -1.
+// whose array it is written into when that is its only use as a graph output, else -1;
+// `head_gradients`: per value, how many of its graph outputs a backward of the graph (run
+// under record()) hands a gradient from outside (those not returned through BlockGrad).
 FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std::vector<std::vector<int>>& preds,
-                       const std::vector<char>& escapes, const std::vector<int>& written_into);
+                       const std::vector<char>& escapes, const std::vector<int>& written_into,
+                       const std::vector<int>& head_gradients);
 
 // Whether node i is of a kind our kernels run (it may join a fused unit).
 bool may_fuse(const Trace& t, size_t i);

@@ -175,12 +175,13 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   plan.unit_of_node.assign(N, -1);
   if (fuse) {
     std::vector<char> escapes(t.values.size(), 0);
-    std::vector<int> written_into(t.values.size(), -1), uses(t.values.size(), 0);
+    std::vector<int> written_into(t.values.size(), -1), uses(t.values.size(), 0), head_gradients(t.values.size(), 0);
     for (const auto& o : outputs) {
       escapes[o.value] = 1;
       written_into[o.value] = ++uses[o.value] == 1 ? o.target_ext : -1;
+      head_gradients[o.value] += !o.stop_gradient;
     }
-    plan = plan_fusion(t, live, deps, escapes, written_into);
+    plan = plan_fusion(t, live, deps, escapes, written_into, head_gradients);
   }
   for (int i = 0; i < N; ++i) {
     const int u = plan.unit_of_node[i];
@@ -422,8 +423,17 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   for (size_t i = 0; i < row_ptr.size(); ++i) js += (i ? "," : "") + std::to_string(row_ptr[i]);
   js += "],\"heads\":[";
   std::vector<std::pair<int, int>> heads;
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (!g.output_in_place[i]) heads.push_back(entry[outputs[i].value]);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (g.output_in_place[i]) continue;
+    if (!outputs[i].stop_gradient) {
+      heads.push_back(entry[outputs[i].value]);
+      continue;
+    }
+    const std::pair<int, int> e = entry[outputs[i].value];
+    begin_node("BlockGrad", "out" + std::to_string(i) + "_nograd");
+    nodes += ",\"inputs\":[[" + std::to_string(e.first) + "," + std::to_string(e.second) + ",0]]";
+    heads.push_back({end_node(1), 0});
+  }
   heads.insert(heads.end(), placeholder_heads.begin(), placeholder_heads.end());
   for (size_t i = 0; i < heads.size(); ++i)
     js += (i ? ",[" : "[") + std::to_string(heads[i].first) + "," + std::to_string(heads[i].second) + ",0]";

@@ -21,10 +21,12 @@
 namespace minpy {
 
 // One graph output: a value, and the external it overwrites (-1 for a lazy array).
+// `stop_gradient`: the output is returned through BlockGrad (flush.cc, order_for_backward).
 struct OutputSpec {
   int value;
   int target_ext;
   NDArrayHandle handle;
+  bool stop_gradient = false;
 };
 
 struct LoweredGraph {
