@@ -195,3 +195,22 @@ def test_read_whose_graph_passes_the_recompile_limit_keeps_autograd(isolated_run
     for n in range(1, 7):  # one site: n = 3 compiles its 4th graph at the read
         assert_same_bits([step(n, False)], [step(n, True)], ["x.grad, %d steps" % n])
     assert minpy_jit.stats()["reads_kept_open"] >= 1
+
+
+def test_a_head_from_an_earlier_graph_sums_as_eager(no_limit):
+    # sin(x) is flushed by the ops outside the gradient graph recorded after it; backward from
+    # it and from a later result that reads x twice: x's gradient has three terms, one from the
+    # earlier graph (fuzz seed 9741206)
+    grads = []
+    for use_jit in (False, True):
+        x = nd.array(np.random.RandomState(9741206).uniform(-2.0, 2.0, (4, 5, 4)), dtype="float32")
+        x.attach_grad()
+        c = nd.array([[[0.5]], [[1.5]]])
+        with jit_or_eager(use_jit):
+            with autograd.record():
+                y1 = nd.sin(x)
+                unrelated = nd.softsign(nd.exp(-nd.relu(c)))  # noqa: F841 (reads no variable)
+                y2 = nd.exp(-nd.softsign(nd.clip(x, -3.0, 3.0) * -1.5) - x)
+            autograd.backward([y1, y2])
+            grads.append([x.grad.copy()])
+    assert_same_bits(grads[0], grads[1], ["x"])

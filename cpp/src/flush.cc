@@ -565,11 +565,14 @@ void wait_for_foreign_flush(ThreadState& ts) {
 // sums its own readers' contributions first, and the order of its inputs reorders the visits of
 // the nodes behind it. So a part reached by the backward stays one graph only when the pass
 // meets nothing outside it: no input with recorded history (from an earlier flush or another
-// part of this one), and no array read both by it and by another part. Otherwise the sums may
-// round differently: a GRU cell looped over `x[:, t, :]` (a reshape view flushes each step)
-// summed i2h_weight's five gradients in another order than eager, an ulp off in 196 elements.
+// part of this one), no array read both by it and by another part, and no head of the
+// backward made before this flush (parts_recorded_per_op: its graph may read the same
+// variables; fuzz seed 9741206, backward([sin(x), f(x)]) with sin(x) flushed earlier).
+// Otherwise the sums may round differently: a GRU cell looped over `x[:, t, :]` (a reshape
+// view flushes each step) summed i2h_weight's five gradients in another order than eager, an
+// ulp off in 196 elements.
 static void sums_cross_parts(const Trace& t, const std::vector<int>& part_of_node, const std::vector<uint8_t>& gradient,
-                      std::vector<char>* per_op) {
+                             std::vector<char>* per_op) {
   const int kNoReader = -1, kSeveral = -2;
   std::vector<int> reader(t.values.size(), kNoReader);  // the part whose reached ops read a value
   auto reached = [&](const Node& n) {
@@ -635,7 +638,9 @@ std::vector<char> parts_recorded_per_op(const ThreadState& ts, const Trace& t, c
   std::vector<int> heads;
   for (NDArrayHandle h : ts.backward_heads) {
     auto it = t.slots.find(h);
-    if (it != t.slots.end() && t.values[it->second.value].node >= 0) heads.push_back(it->second.value);
+    if (it == t.slots.end() || t.values[it->second.value].node < 0)
+      return per_op;  // a head from an earlier graph: the backward reaches its readers too (sums_cross_parts)
+    heads.push_back(it->second.value);
   }
   std::vector<uint8_t> gradient;
   std::vector<char> skipped;

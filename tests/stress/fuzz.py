@@ -11,9 +11,8 @@ autograd, Gluon blocks and Trainers, random ops, optimizer updates, fused chains
 change between loop iterations, exceptions inside the block, run-time failures, CustomOp and
 kvstore callbacks, reads mid-block, nested scopes, explicit flushes, segment sizes). The eager
 and the jitted run must observe the same values, shapes, dtypes, contexts, gradients and raised
-exception types (fuzz_harness.py); floats bit for bit when the program uses the same kernels
-both ways (fuse=False, no gradients, no lifted optimizer scalars), else to tests/conftest.py's
-tolerances.
+exception types (fuzz_harness.py); floats bit for bit, fused or not, gradients and optimizer
+updates included (fuzz_gen.Program.exact).
 
 Programs of shard i/n are seeds start+i, start+i+n, ...; the runner is resumable: the progress
 file records the next program, the counts and every mismatch, and is rewritten as it goes; --until

@@ -88,21 +88,21 @@ def render_block(stmts, indent):
 
 class Program:
     """A generated program: prelude and body statements, the jit() configuration of its run,
-    and whether its results must be bit-exact."""
+    whose results must equal eager's bit for bit."""
 
-    def __init__(self, seed, prelude, body, config, same_kernels):
+    def __init__(self, seed, prelude, body, config):
         self.seed, self.prelude, self.body, self.config = seed, prelude, body, config
-        self.same_kernels = same_kernels  # no gradients, no lifted optimizer scalars, no Adam
 
-    @property
-    def exact(self):
-        """Bit-exact results required: MXNet's kernels both ways (fuse=False) and nothing else
-        that rounds differently."""
-        return self.same_kernels and not self.config.get("fuse", True)
+    # Every program's floats must be eager's bits, fused or not, gradients and optimizer
+    # updates included. Until 2026-11-29 only programs without gradients, Adam/RMSProp or
+    # lifted learning rates run with fuse=False were held to that, the rest to conftest.py's
+    # tolerances; 52,000 programs held to bits then found three ways gradient sums differed
+    # from eager's by an ulp (fixed in flush.cc, backward.cc, fuse.cc) and nothing else new.
+    exact = True
 
     def copy(self):
         return Program(self.seed, [s.copy() for s in self.prelude], [s.copy() for s in self.body],
-                       dict(self.config), self.same_kernels)
+                       dict(self.config))
 
     def source(self):
         """The program as the text of a function `program(J, FLUSH, OBS)`."""
@@ -164,7 +164,6 @@ class Gen:
         self.record_id = 0
         self.in_loop = False
         self.budget = 0
-        self.exact = True
         self.fams = self._families()
         self.decimals = seed >= DECIMAL_SEEDS
         self.consts = CONSTS + DECIMAL_CONSTS if self.decimals else CONSTS
@@ -292,7 +291,7 @@ class Gen:
         fuse = r.random() < 0.6
         config = {"fuse": fuse, "segment_ops": r.choice([64, 64, 64, 0, 4, 16]),
                   "async_launch": r.random() < 0.8, "max_ops": r.choice([10000, 10000, 10000, 7])}
-        return Program(self.seed, self.prelude, body, config, self.exact)
+        return Program(self.seed, self.prelude, body, config)
 
     # ------------------------------------------------------------ families
 
@@ -744,8 +743,6 @@ class Gen:
             opt = r.choice(["'sgd', {'learning_rate': 0.1}", "'sgd', {'learning_rate': 0.1, 'momentum': 0.9}",
                             "'adam', {'learning_rate': 0.01}", "'sgd', {'learning_rate': 0.05, 'wd': 0.01}",
                             "'rmsprop', {'learning_rate': 0.01}", "'nag', {'learning_rate': 0.1, 'momentum': 0.5}"])
-            if "adam" in opt or "rmsprop" in opt:
-                self.exact = False
             self.prelude.append(Stmt("%s = gluon.Trainer(%s.collect_params(), %s)" % (tr, net, opt), "trainer"))
             self.trainers[tr] = net
         y = self.result(out_shape, "float32", [x])
@@ -755,7 +752,6 @@ class Gen:
             Stmt("%s = (%s * %s).mean()" % (loss.name, y.name, y.name), "trainer")])
         self.out.append(rec)
         if self.in_loop and r.random() < 0.4:
-            self.exact = False
             self.emit("%s.set_learning_rate(abs(S[it]) / 10)" % tr, "trainer")
         self.emit("%s.backward()\n%s.step(%d)" % (loss.name, tr, x.shape[0]), "trainer", risky=True)
 
@@ -839,7 +835,6 @@ class Gen:
         kids += self.block(r.randint(1, 6))
         self.in_record -= 1
         self.out.append(Stmt(head, "autograd", kids))
-        self.exact = False  # gradients summed over several uses may be added in another order
         outs = [v for v in self.arrays(lambda v: v.rec_block == rid and v.deps and v.dtype in FLOAT)]
         if not outs or r.random() < 0.15:
             return
