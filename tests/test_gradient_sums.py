@@ -109,6 +109,7 @@ def test_values_read_several_times_sum_as_eager(body, fuse, read_midway, no_limi
     minpy_jit.config(fuse=fuse)
     try:
         grads = []
+        replays = minpy_jit.stats()["eager_replays"]
         for use_jit in (False, True):
             args = leaves(int(body.__name__[5:]))
             with jit_or_eager(use_jit):
@@ -122,6 +123,7 @@ def test_values_read_several_times_sum_as_eager(body, fuse, read_midway, no_limi
     finally:
         minpy_jit.config(fuse=saved)
     assert_same_bits(grads[0], grads[1], ["x0", "x1", "x2", "w"])
+    assert minpy_jit.stats()["eager_replays"] == replays  # graphs ran, not an op-by-op fallback
 
 
 @pytest.mark.parametrize("fuse", [True, False], ids=["fused", "mxnet-kernels"])

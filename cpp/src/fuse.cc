@@ -151,7 +151,7 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
   // A NaN constant stays MXNet's op: where the array's element is a NaN too, MXNet's kernel
   // returns the element's NaN, ours the constant's (the compiler may swap a commutative
   // operation's operands; only the sign and payload bits differ).
-  if (k == kScalar && std::isnan(mx_scalar_as_float(attr(n, "scalar", "0")))) return kNone;
+  if (k == kScalar && std::isnan(mx_scalar_as_float(attr(n, "scalar", kScalarDefault)))) return kNone;
   if (n.out.empty()) return kNone;
   const AVal& out = t.values[n.out[0]].aval;
   switch (k) {
@@ -259,7 +259,7 @@ class ProgramBuilder {
         r = push(instr + " " + std::to_string(regs[0]));
       } else if (rule.kind == kScalar) {
         // The float32 kernel computes with float(scalar), the scalar as MXNet reads it (mxparse.h).
-        int c = constant(mx_scalar_as_float(attr(n, "scalar", "0")));
+        int c = constant(mx_scalar_as_float(attr(n, "scalar", kScalarDefault)));
         r = rule.scalar_first ? push(instr + " " + std::to_string(c) + " " + std::to_string(regs[0]))
                               : push(instr + " " + std::to_string(regs[0]) + " " + std::to_string(c));
       } else if (rule.kind == kClip) {

@@ -416,12 +416,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     if (fuse) return lower(t, outputs, nondifferentiable, false);
     throw MXError("lowering referenced a value before producing it");
   }
-  std::string& js = g.json;
-  js = "{\"nodes\":[" + nodes + "],\"arg_nodes\":[";
-  for (size_t i = 0; i < arg_nodes.size(); ++i) js += (i ? "," : "") + std::to_string(arg_nodes[i]);
-  js += "],\"node_row_ptr\":[";
-  for (size_t i = 0; i < row_ptr.size(); ++i) js += (i ? "," : "") + std::to_string(row_ptr[i]);
-  js += "],\"heads\":[";
+  // The graph's heads; an output returned through BlockGrad gets that node first (OutputSpec).
   std::vector<std::pair<int, int>> heads;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (g.output_in_place[i]) continue;
@@ -434,6 +429,12 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     nodes += ",\"inputs\":[[" + std::to_string(e.first) + "," + std::to_string(e.second) + ",0]]";
     heads.push_back({end_node(1), 0});
   }
+  std::string& js = g.json;
+  js = "{\"nodes\":[" + nodes + "],\"arg_nodes\":[";
+  for (size_t i = 0; i < arg_nodes.size(); ++i) js += (i ? "," : "") + std::to_string(arg_nodes[i]);
+  js += "],\"node_row_ptr\":[";
+  for (size_t i = 0; i < row_ptr.size(); ++i) js += (i ? "," : "") + std::to_string(row_ptr[i]);
+  js += "],\"heads\":[";
   heads.insert(heads.end(), placeholder_heads.begin(), placeholder_heads.end());
   for (size_t i = 0; i < heads.size(); ++i)
     js += (i ? ",[" : "[") + std::to_string(heads[i].first) + "," + std::to_string(heads[i].second) + ",0]";

@@ -51,7 +51,7 @@ double float_field(const std::vector<Attr>& attrs, const char* key, float dflt) 
   return s.empty() ? dflt : mx_float_field(s);
 }
 
-double scalar_field(const std::vector<Attr>& attrs) { return dmlc_parse<double>(attr_value(attrs, "scalar", "0")); }
+double scalar_field(const std::vector<Attr>& attrs) { return dmlc_parse<double>(attr_value(attrs, "scalar", kScalarDefault)); }
 
 // "(0.1, 0.2)" or "[0.1, 0.2]" -> {0.1f, 0.2f}
 std::vector<double> float_tuple(const std::string& s) {

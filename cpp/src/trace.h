@@ -76,6 +76,11 @@ struct Attr {
 };
 
 // The value of attribute `key`, or `dflt` when the call did not set it.
+// The `scalar` field of MXNet's scalar ops (_mul_scalar, _npi_add_scalar, ...) when a call
+// leaves it out: NumpyBinaryScalarParam's default, 1 (we read 0: x * <default> fused had gradient
+// 0, eager's 1; tests/test_grad_sweep.py).
+constexpr const char* kScalarDefault = "1";
+
 inline std::string attr_value(const std::vector<Attr>& attrs, const char* key, const char* dflt) {
   for (const auto& a : attrs)
     if (a.key == key) return a.val;
