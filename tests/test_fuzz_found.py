@@ -592,3 +592,33 @@ def test_forward_beside_a_backward_into_a_failed_gradient_is_computed(isolated_r
     want, got = prog(False), prog(True)
     assert want[0] == "MXNetError" and isinstance(want[2], list)
     assert got == want
+
+
+@pytest.mark.parametrize("max_ops", [7, 10000])
+def test_multi_weight_update_given_one_array_twice_reads_what_earlier_weights_wrote(max_ops):
+    # fuzz seed 9835811: weight 0 is also the gradient of both weights. MXNet's kernel updates
+    # weight 0 at an element before weight 1 reads its gradient there; the per-weight expansion
+    # (lrs lifted: they change every iteration) read the call's inputs as they were.
+    def run(use_jit):
+        r = np.random.RandomState(9835811)
+        a3 = nd.array(r.uniform(-2, 2, (5,)), dtype="float32")
+        a5 = nd.array(r.uniform(-2, 2, (1,)), dtype="float32")
+        w1 = nd.array(r.uniform(-2, 2, (5,)), dtype="float32")
+        m0 = nd.array(r.uniform(0, 0.5, (5,)), dtype="float32")
+        m1 = nd.array(r.uniform(0, 0.5, (5,)), dtype="float32")
+        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+            w0 = a5 * a3
+            for lr in (0.1, 0.3, 2.7, 1.1, 0.7):
+                nd.multi_sgd_mom_update(w0, w0, m0, w1, w0, m1, out=[w0, w1], lrs=(lr, lr), wds=(0.0, 0.0),
+                                        momentum=0.9, num_weights=2)
+                nd.argsort(w1, axis=0)
+        return [a.asnumpy() for a in (w0, w1, m0, m1)]
+
+    saved = minpy_jit.config()
+    minpy_jit.config(fuse=False, max_ops=max_ops, recompile_limit=10 ** 9)
+    try:
+        eager, jitted = run(False), run(True)
+    finally:
+        minpy_jit.config(**saved)
+    for e, j in zip(eager, jitted):
+        assert np.array_equal(e.view(np.uint32), j.view(np.uint32))
