@@ -235,6 +235,15 @@ def isolated_runtime():
     assert not intercept.hooks_active()
 
 
+@pytest.fixture
+def no_recompile_limit():
+    """One test site compiles many graphs (one per program or scalar): no recompile limit."""
+    previous = minpy_jit.config()["recompile_limit"]
+    minpy_jit.config(recompile_limit=BIG)
+    yield
+    minpy_jit.config(recompile_limit=previous)
+
+
 def run_threads(*targets):
     """Runs each target on its own thread; re-raises the first exception in the caller."""
     import threading

@@ -876,14 +876,6 @@ def test_multi_weight_update_after_a_failing_tile_is_skipped_whole_as_eager(dtyp
 # runtime reads an attribute itself (fusion, lifted scalars) or writes one for MXNet to read
 # (the lifted optimizer expansions).
 
-@pytest.fixture
-def no_recompile_limit():
-    previous = minpy_jit.config()["recompile_limit"]
-    minpy_jit.config(recompile_limit=10 ** 6)
-    yield
-    minpy_jit.config(recompile_limit=previous)
-
-
 def _assert_each_call_equal(fn, calls, jitted):
     """jitted[i] (one jit() block per call, run by the test at its own site) equals fn(*calls[i])."""
     for i, (args, j) in enumerate(zip(calls, jitted)):

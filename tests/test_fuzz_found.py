@@ -3,7 +3,6 @@ kept as regressions. Each names the fuzz seed it came from; each runs eagerly an
 and compares what the program observed: values, gradients, and the type of every exception
 it caught (in order).
 """
-import contextlib
 
 import mxnet as mx
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 from mxnet import autograd, nd
 
 import minpy_jit
-from conftest import assert_same, rand, run_both
+from conftest import assert_same, jit_or_eager, rand, run_both
 
 
 def caught(events, fn, *args, **kw):
@@ -552,7 +551,7 @@ def test_update_after_a_failing_tile_leaves_the_error_where_mxnet_does(fuse, iso
     def prog(use_jit):
         mx.random.seed(1)
         a10, g1, w2, g2 = (nd.array(a) for a in arrays)
-        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+        with jit_or_eager(use_jit):
             bad = _failing_tile(a10)
             nd.multi_sgd_update(bad, g1, w2, g2, out=[bad, w2], lrs=(0.5, 0.5), wds=(0.0, 0.0), num_weights=2)
             u = nd.random.uniform(-1, 1, shape=(2, 4))
@@ -578,7 +577,7 @@ def test_forward_beside_a_backward_into_a_failed_gradient_is_computed(isolated_r
     def prog(use_jit):
         x = nd.array(x0)
         x.attach_grad()
-        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+        with jit_or_eager(use_jit):
             with autograd.record():
                 y = nd.tile(nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max"), reps=(2, 2, 1, 2))
             y.backward()
@@ -595,7 +594,7 @@ def test_forward_beside_a_backward_into_a_failed_gradient_is_computed(isolated_r
 
 
 @pytest.mark.parametrize("max_ops", [7, 10000])
-def test_multi_weight_update_given_one_array_twice_reads_what_earlier_weights_wrote(max_ops):
+def test_multi_weight_update_given_one_array_twice_reads_what_earlier_weights_wrote(max_ops, isolated_runtime):
     # fuzz seed 9835811: weight 0 is also the gradient of both weights. MXNet's kernel updates
     # weight 0 at an element before weight 1 reads its gradient there; the per-weight expansion
     # (lrs lifted: they change every iteration) read the call's inputs as they were.
@@ -606,7 +605,7 @@ def test_multi_weight_update_given_one_array_twice_reads_what_earlier_weights_wr
         w1 = nd.array(r.uniform(-2, 2, (5,)), dtype="float32")
         m0 = nd.array(r.uniform(0, 0.5, (5,)), dtype="float32")
         m1 = nd.array(r.uniform(0, 0.5, (5,)), dtype="float32")
-        with (minpy_jit.jit() if use_jit else contextlib.nullcontext()):
+        with jit_or_eager(use_jit):
             w0 = a5 * a3
             for lr in (0.1, 0.3, 2.7, 1.1, 0.7):
                 nd.multi_sgd_mom_update(w0, w0, m0, w1, w0, m1, out=[w0, w1], lrs=(lr, lr), wds=(0.0, 0.0),
@@ -614,11 +613,7 @@ def test_multi_weight_update_given_one_array_twice_reads_what_earlier_weights_wr
                 nd.argsort(w1, axis=0)
         return [a.asnumpy() for a in (w0, w1, m0, m1)]
 
-    saved = minpy_jit.config()
     minpy_jit.config(fuse=False, max_ops=max_ops, recompile_limit=10 ** 9)
-    try:
-        eager, jitted = run(False), run(True)
-    finally:
-        minpy_jit.config(**saved)
+    eager, jitted = run(False), run(True)
     for e, j in zip(eager, jitted):
         assert np.array_equal(e.view(np.uint32), j.view(np.uint32))

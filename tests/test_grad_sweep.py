@@ -16,9 +16,8 @@ import numpy as np
 import pytest
 from mxnet import autograd
 
-import minpy_jit
 import opcases
-from conftest import BIG
+from conftest import jit_or_eager
 
 LEGACY_OPS = opcases.discover(numpy_ops=False)
 NUMPY_OPS = opcases.discover(numpy_ops=True)
@@ -47,7 +46,7 @@ def _differentiate(op, arrays, params, use_jit):
     for a in floats:
         a.attach_grad()
     try:
-        with minpy_jit.jit() if use_jit else _Nothing():
+        with jit_or_eager(use_jit):
             with autograd.record():
                 outs = opcases.invoke(op, ins, params)
                 terms = [(o * (1.0 + 0.25 * k)).sum() for k, o in enumerate(outs)
@@ -63,22 +62,9 @@ def _differentiate(op, arrays, params, use_jit):
         return "raised " + type(e).__name__
 
 
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _sweep_one(op, arrays, params):
-    previous = minpy_jit.config()["recompile_limit"]
-    minpy_jit.config(recompile_limit=BIG)
-    try:
-        eager = _differentiate(op, arrays, params, False)
-        jitted = _differentiate(op, arrays, params, True)
-    finally:
-        minpy_jit.config(recompile_limit=previous)
+    eager = _differentiate(op, arrays, params, False)
+    jitted = _differentiate(op, arrays, params, True)
     outcome = (eager if isinstance(eager, str) else "gradients", jitted if isinstance(jitted, str) else "gradients")
     if op.name in KNOWN:
         assert outcome == KNOWN[op.name], (op.name, outcome)
@@ -93,11 +79,11 @@ def _sweep_one(op, arrays, params):
 
 
 @pytest.mark.parametrize("name", sorted(set(LEGACY_OPS) - CRASHES_EAGER))
-def test_every_op_gradient_is_eagers(name):
+def test_every_op_gradient_is_eagers(name, no_recompile_limit):
     _sweep_one(*LEGACY_OPS[name])
 
 
 @pytest.mark.parametrize("name", sorted(NUMPY_OPS))
-def test_every_numpy_op_gradient_is_eagers(name):
+def test_every_numpy_op_gradient_is_eagers(name, no_recompile_limit):
     with mx.util.np_shape(True), mx.util.np_array(True):
         _sweep_one(*NUMPY_OPS[name])

@@ -30,14 +30,6 @@ def assert_same_bits(eager, jitted, names):
             name, differ, float(np.abs(e.asnumpy() - j.asnumpy()).max()))
 
 
-@pytest.fixture
-def no_limit():
-    previous = minpy_jit.config()["recompile_limit"]
-    minpy_jit.config(recompile_limit=BIG)
-    yield
-    minpy_jit.config(recompile_limit=previous)
-
-
 def leaves(seed):
     r = np.random.RandomState(seed)
     xs = [nd.array(r.uniform(-1, 1, (4, 6)).astype(np.float32)) for _ in range(3)]
@@ -115,55 +107,47 @@ def seed_906(x0, x1, x2, w):
 @pytest.mark.parametrize("read_midway", [False, True], ids=["one-flush", "read-midway"])
 @pytest.mark.parametrize("fuse", [True, False], ids=["fused", "mxnet-kernels"])
 @pytest.mark.parametrize("body", [seed_283, seed_124, seed_137, seed_357, seed_7, seed_906])
-def test_values_read_several_times_sum_as_eager(body, fuse, read_midway, no_limit):
-    saved = minpy_jit.config()["fuse"]
-    minpy_jit.config(fuse=fuse)
-    try:
-        grads = []
-        replays = minpy_jit.stats()["eager_replays"]
-        for use_jit in (False, True):
-            args = leaves(int(body.__name__[5:]))
-            with jit_or_eager(use_jit):
-                with autograd.record():
-                    held, summed = body(*args)
-                    if read_midway:
-                        held[1].wait_to_read()
-                    loss = sum(v.sum() for v in summed)
-                loss.backward()
-                grads.append([a.grad.copy() for a in args])
-    finally:
-        minpy_jit.config(fuse=saved)
+def test_values_read_several_times_sum_as_eager(body, fuse, read_midway, isolated_runtime):
+    minpy_jit.config(fuse=fuse, recompile_limit=BIG)
+    grads = []
+    replays = minpy_jit.stats()["eager_replays"]
+    for use_jit in (False, True):
+        args = leaves(int(body.__name__[5:]))
+        with jit_or_eager(use_jit):
+            with autograd.record():
+                held, summed = body(*args)
+                if read_midway:
+                    held[1].wait_to_read()
+                loss = sum(v.sum() for v in summed)
+            loss.backward()
+            grads.append([a.grad.copy() for a in args])
     assert_same_bits(grads[0], grads[1], ["x0", "x1", "x2", "w"])
     assert minpy_jit.stats()["eager_replays"] == replays  # graphs ran, not an op-by-op fallback
 
 
 @pytest.mark.parametrize("fuse", [True, False], ids=["fused", "mxnet-kernels"])
-def test_a_head_read_twice_sums_its_head_gradient_as_eager(fuse, no_limit):
+def test_a_head_read_twice_sums_its_head_gradient_as_eager(fuse, isolated_runtime):
     # backward([a7, a5]): a5's gradient is its head gradient plus two reads' contributions,
     # three terms (fuzz seed 9716324): neither our gradient graph's sum nor a fused unit's
     # own sum of the two reads gives eager's ElementWiseSum of three.
-    saved = minpy_jit.config()["fuse"]
-    minpy_jit.config(fuse=fuse)
-    try:
-        grads = []
-        for use_jit in (False, True):
-            r = np.random.RandomState(9716324)
-            a2 = nd.array(r.uniform(-2.0, 2.0, (4, 5, 1)), dtype="float32")
-            a6 = nd.array(r.uniform(-2.0, 2.0, (4, 5, 1)), dtype="float32")
-            a2.attach_grad()
-            with jit_or_eager(use_jit):
-                with autograd.record():
-                    a5 = nd.tanh(a2)
-                    a7 = (nd.relu(nd.square(nd.abs(a5 - 3.3333333333333335)) - a5 + 0.5) + a6) * 1e-7
-                autograd.backward([a7, a5])
-                grads.append([a2.grad.copy()])
-    finally:
-        minpy_jit.config(fuse=saved)
+    minpy_jit.config(fuse=fuse, recompile_limit=BIG)
+    grads = []
+    for use_jit in (False, True):
+        r = np.random.RandomState(9716324)
+        a2 = nd.array(r.uniform(-2.0, 2.0, (4, 5, 1)), dtype="float32")
+        a6 = nd.array(r.uniform(-2.0, 2.0, (4, 5, 1)), dtype="float32")
+        a2.attach_grad()
+        with jit_or_eager(use_jit):
+            with autograd.record():
+                a5 = nd.tanh(a2)
+                a7 = (nd.relu(nd.square(nd.abs(a5 - 3.3333333333333335)) - a5 + 0.5) + a6) * 1e-7
+            autograd.backward([a7, a5])
+            grads.append([a2.grad.copy()])
     assert_same_bits(grads[0], grads[1], ["a2"])
 
 
 @pytest.mark.parametrize("steps", [3, 5])
-def test_gru_cell_over_time_slices_sums_as_eager(steps, no_limit):
+def test_gru_cell_over_time_slices_sums_as_eager(steps, no_recompile_limit):
     # x[:, t, :] is a reshape view: each step flushes, and the loss's graph reads history
     # from the earlier ones; i2h_weight's gradient is a sum over the steps.
     grads = []
@@ -210,7 +194,7 @@ def test_read_whose_graph_passes_the_recompile_limit_keeps_autograd(isolated_run
     assert minpy_jit.stats()["reads_kept_open"] >= 1
 
 
-def test_a_head_from_an_earlier_graph_sums_as_eager(no_limit):
+def test_a_head_from_an_earlier_graph_sums_as_eager(no_recompile_limit):
     # sin(x) is flushed by the ops outside the gradient graph recorded after it; backward from
     # it and from a later result that reads x twice: x's gradient has three terms, one from the
     # earlier graph (fuzz seed 9741206)

@@ -580,9 +580,6 @@ static void sums_cross_parts(const Trace& t, const std::vector<int>& part_of_nod
       if (gradient[v] != kNoGradient) return true;
     return false;
   };
-  auto role_of = [](NDArrayHandle h, int* req) {
-    return autograd_peek_works() ? autograd_role(h, req) : AutogradRole::kHistory;
-  };
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     const Node& n = t.nodes[i];
     if (!reached(n)) continue;
@@ -590,7 +587,7 @@ static void sums_cross_parts(const Trace& t, const std::vector<int>& part_of_nod
     for (int v : n.in) {
       const Value& val = t.values[v];
       int req = 0;
-      if (val.node >= 0 ? part_of_node[val.node] != p : val.ext && role_of(val.ext, &req) == AutogradRole::kHistory)
+      if (val.node >= 0 ? part_of_node[val.node] != p : val.ext && autograd_role_or_history(val.ext, &req) == AutogradRole::kHistory)
         (*per_op)[p] = 1;
       int& r = reader[v];
       r = r == kNoReader || r == p ? p : kSeveral;
@@ -604,7 +601,7 @@ static void sums_cross_parts(const Trace& t, const std::vector<int>& part_of_nod
       const Value& val = t.values[v];
       int req = 0;
       const AutogradRole role = val.node >= 0 ? AutogradRole::kHistory
-                                : val.ext   ? role_of(val.ext, &req)
+                                : val.ext   ? autograd_role_or_history(val.ext, &req)
                                             : AutogradRole::kNone;
       const bool gets_gradient = role == AutogradRole::kHistory || (role == AutogradRole::kVariable && req != 0);
       if (gets_gradient) (*per_op)[part_of_node[i]] = 1;

@@ -486,7 +486,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
   // twice: fuzz seed 9716324).
   // A backward node's heads count as read once (their gradient from outside, the head
   // gradient); the variables and head-gradient arrays it also reads get no contribution from it.
-  std::vector<char> many_contributions;
+  std::vector<char> sum_unlike_eager;
   if (t.recording) {
     std::vector<int> reads(t.values.size(), 0);
     for (size_t i = 0; i < n_nodes; ++i) {
@@ -499,21 +499,21 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     }
     if (t.runs_recorded())
       for (size_t v = 0; v < t.values.size(); ++v) reads[v] += head_gradients[v];
-    many_contributions.assign(t.values.size(), 0);
+    sum_unlike_eager.assign(t.values.size(), 0);
     // A held result the graph returns through BlockGrad and reads too: the gradient pass hands
     // a unit making it a zero array for that output, which its backward would add to the
     // reads' contributions, and 0 + -0 is +0 where eager's sum has only the reads (random
     // programs: 1 of 1,000 gave +0 for eager's -0 through a relu).
     for (size_t v = 0; v < t.values.size(); ++v)
-      many_contributions[v] = reads[v] > 2 || (t.runs_recorded() && escapes[v] && head_gradients[v] == 0 &&
+      sum_unlike_eager[v] = reads[v] > 2 || (t.runs_recorded() && escapes[v] && head_gradients[v] == 0 &&
                                                reads[v] > 0 && t.values[v].node >= 0);
   }
   auto exact_gradient = [&](const Group& grp) {
     for (int m : grp.members) {
       for (int v : t.nodes[m].in)
-        if (many_contributions[v]) return false;
+        if (sum_unlike_eager[v]) return false;
       for (int v : t.nodes[m].out)
-        if (many_contributions[v]) return false;
+        if (sum_unlike_eager[v]) return false;
     }
     return true;
   };

@@ -72,6 +72,10 @@ bool autograd_peek_works();
 //   or an array with recorded history; trusted only when autograd_peek_works().
 enum class AutogradRole { kNone, kVariable, kHistory };
 AutogradRole autograd_role(NDArrayHandle h, int* grad_req);
+// autograd_role where the roles can be read, else kHistory (the cautious answer).
+inline AutogradRole autograd_role_or_history(NDArrayHandle h, int* grad_req) {
+  return autograd_peek_works() ? autograd_role(h, grad_req) : AutogradRole::kHistory;
+}
 
 // executor.cc: MXNet's NDArray::Chunk::Reorder2Default (a oneDNN-layout chunk back to the
 // default layout, in place; a no-op otherwise), null in a build without oneDNN.

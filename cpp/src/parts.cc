@@ -247,9 +247,8 @@ std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<
     const Value& val = t.values[v];
     if (val.node >= 0) return part_of_node[val.node] != part;
     if (!val.ext) return false;
-    if (!autograd_peek_works()) return true;
     int req = 0;
-    return autograd_role(val.ext, &req) == AutogradRole::kHistory;
+    return autograd_role_or_history(val.ext, &req) == AutogradRole::kHistory;
   };
   auto flag = [&](int part, const Node& n) {
     if (per_op[part]) return;
@@ -316,7 +315,7 @@ std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<
       bool sum = eager[v] == kReal;
       if (!sum && val.node < 0 && val.ext) {
         int req = 0;
-        const AutogradRole role = autograd_peek_works() ? autograd_role(val.ext, &req) : AutogradRole::kHistory;
+        const AutogradRole role = autograd_role_or_history(val.ext, &req);
         sum = role == AutogradRole::kHistory || (role == AutogradRole::kVariable && req != 0);
       }
       if (sum) flag(part, t.nodes[h.second.second]);

@@ -1,9 +1,9 @@
 // The interceptor: one MXNet op call becomes trace nodes. MXNet calls it in
 // place of _imperative_invoke for every op while a jit() scope is open.
-#include <set>
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -79,6 +79,7 @@ OpInfo& op_info(AtomicSymbolCreator creator) {
                     numpy_sampler(n);
   info->expands = needs_expansion(n);
   info->update = update_op(n);
+  info->multi_weight_update = info->update && n.find("multi_") != std::string::npos;
   info->can_fail = op_can_fail(n);
   info->fail_rule = fail_rule(n);
   // Composing reset_arrays segfaults inside nnvm; the multi-tensor optimizer ops other than
@@ -1088,8 +1089,7 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   // weights inside each element); an expansion per weight would read the call's inputs as they
   // were (fuzz seed 9835811, lifted lrs), and MXNet's multi_sgd_mom_update has no working shape
   // inference to record it as one op. Such a call runs as MXNet's op where it is called (counted).
-  const bool multi_weight = op.name.find("multi_") != std::string::npos;
-  if (!ours && multi_weight && std::set<int>(in.begin(), in.end()).size() != in.size())
+  if (!ours && op.multi_weight_update && std::set<int>(in.begin(), in.end()).size() != in.size())
     return fallback(args, op, "one array as two inputs of a multi-weight update");
   if (!ours && (hot || op.expands)) {
     if (!hot && op.name == "multi_sgd_mom_update")  // its momenta are updated in place: materialise them

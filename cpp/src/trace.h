@@ -60,6 +60,7 @@ struct OpInfo {
   bool no_symbolic_form = false;  // MXNet 1.9.1 cannot put it in a graph: always runs eagerly
   bool sparse_output = false;     // produces sparse storage (cast_storage: only for stype != default)
   bool expands = false;           // multi_sgd_*: recorded as per-weight updates or our kernel
+  bool multi_weight_update = false;  // an optimizer update of several weights in one call (multi_*)
   bool ours = false;              // one of our library ops (_minpy_*, cpp/kernels/)
   // Names record_call tests on every call, compared once here (record.cc op_info):
   bool copyto = false;             // _copyto (copyto, astype, x[:] = y, as_in_context)
@@ -75,12 +76,12 @@ struct Attr {
   bool operator==(const Attr& o) const { return key == o.key && val == o.val; }
 };
 
-// The value of attribute `key`, or `dflt` when the call did not set it.
 // The `scalar` field of MXNet's scalar ops (_mul_scalar, _npi_add_scalar, ...) when a call
 // leaves it out: NumpyBinaryScalarParam's default, 1 (we read 0: x * <default> fused had gradient
 // 0, eager's 1; tests/test_grad_sweep.py).
 constexpr const char* kScalarDefault = "1";
 
+// The value of attribute `key`, or `dflt` when the call did not set it.
 inline std::string attr_value(const std::vector<Attr>& attrs, const char* key, const char* dflt) {
   for (const auto& a : attrs)
     if (a.key == key) return a.val;
