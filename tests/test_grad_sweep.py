@@ -10,11 +10,17 @@ index_copy gave their label's (index's) gradient garbage where eager leaves the 
 (their kernels never write it); so did SoftmaxOutput's label; Deconvolution's backward failed in
 oneDNN in our graph; MultiBoxPrior's crashed CachedOp's gradient pass; `x * <default scalar>`
 fused had gradient 0 (we read a missing `scalar` as 0, MXNet's default is 1).
+
+The replayed variants run the same trace with a write through a view in front of the op, which
+makes jit() replay the trace op by op (MXNet's autograd records each op): that path's gradients
+are held to eager's bits too.
 """
 import mxnet as mx
 import numpy as np
 import pytest
 from mxnet import autograd
+
+import minpy_jit
 
 import opcases
 from conftest import jit_or_eager
@@ -34,7 +40,15 @@ def _bits(a):
     return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]) if a.dtype.kind == "f" else a
 
 
-def _differentiate(op, arrays, params, use_jit):
+def _write_through_a_view():
+    """In a trace, makes jit() replay that trace op by op (as test_fallbacks_visible shows)."""
+    x = mx.nd.arange(8)
+    view = x[2:6]
+    view += 1
+    x += 2
+
+
+def _differentiate(op, arrays, params, use_jit, replayed=False):
     """(gradients of the float inputs as numpy bits, or the exception type name)."""
     try:  # an earlier op's run-time error left on MXNet's shared state is raised here, not later
         mx.nd.waitall()
@@ -48,6 +62,8 @@ def _differentiate(op, arrays, params, use_jit):
     try:
         with jit_or_eager(use_jit):
             with autograd.record():
+                if replayed:
+                    _write_through_a_view()
                 outs = opcases.invoke(op, ins, params)
                 terms = [(o * (1.0 + 0.25 * k)).sum() for k, o in enumerate(outs)
                          if np.dtype(o.dtype).kind == "f" and o.stype == "default"]
@@ -62,9 +78,11 @@ def _differentiate(op, arrays, params, use_jit):
         return "raised " + type(e).__name__
 
 
-def _sweep_one(op, arrays, params):
+def _sweep_one(op, arrays, params, replayed=False):
     eager = _differentiate(op, arrays, params, False)
-    jitted = _differentiate(op, arrays, params, True)
+    replays = minpy_jit.stats()["eager_replays"]
+    jitted = _differentiate(op, arrays, params, True, replayed)
+    assert minpy_jit.stats()["eager_replays"] > replays or not replayed, op.name
     outcome = (eager if isinstance(eager, str) else "gradients", jitted if isinstance(jitted, str) else "gradients")
     if op.name in KNOWN:
         assert outcome == KNOWN[op.name], (op.name, outcome)
@@ -78,12 +96,14 @@ def _sweep_one(op, arrays, params):
             op.name, k, int((e != j).sum()) if e.shape == j.shape else -1)
 
 
+@pytest.mark.parametrize("replayed", [False, True], ids=["graph", "replayed"])
 @pytest.mark.parametrize("name", sorted(set(LEGACY_OPS) - CRASHES_EAGER))
-def test_every_op_gradient_is_eagers(name, no_recompile_limit):
-    _sweep_one(*LEGACY_OPS[name])
+def test_every_op_gradient_is_eagers(name, replayed, no_recompile_limit):
+    _sweep_one(*LEGACY_OPS[name], replayed=replayed)
 
 
+@pytest.mark.parametrize("replayed", [False, True], ids=["graph", "replayed"])
 @pytest.mark.parametrize("name", sorted(NUMPY_OPS))
-def test_every_numpy_op_gradient_is_eagers(name, no_recompile_limit):
+def test_every_numpy_op_gradient_is_eagers(name, replayed, no_recompile_limit):
     with mx.util.np_shape(True), mx.util.np_array(True):
-        _sweep_one(*NUMPY_OPS[name])
+        _sweep_one(*NUMPY_OPS[name], replayed=replayed)
