@@ -151,12 +151,9 @@ def _leaves(x, path="out"):
         yield path, x
 
 
-def assert_same(eager, jitted, rtol=None, atol=0.0):
-    """Same structure; every NDArray has the same shape, dtype, context and values.
-
-    rtol=None uses the per-dtype default (RTOL); integer and bool arrays compare exactly.
-    NaNs compare equal to NaNs.
-    """
+def assert_same(eager, jitted):
+    """Same structure; every NDArray has the same shape, dtype, context and values, bit for bit:
+    equal floats with equal signs (-0.0 is not 0.0); NaNs compare equal to NaNs."""
     le, lj = list(_leaves(eager)), list(_leaves(jitted))
     assert [p for p, _ in le] == [p for p, _ in lj], "different result structure"
     for (path, e), (_, j) in zip(le, lj):
@@ -170,12 +167,11 @@ def assert_same(eager, jitted, rtol=None, atol=0.0):
         if isinstance(e, np.ndarray) or isinstance(j, np.ndarray):
             e, j = np.asarray(e), np.asarray(j)
             assert e.shape == j.shape and e.dtype == j.dtype, path
-            if e.dtype.kind in "fc":
-                tol = RTOL.get(e.dtype, 1e-6) if rtol is None else rtol
-                np.testing.assert_allclose(j, e, rtol=tol, atol=atol, equal_nan=True,
-                                           err_msg="%s (jit vs eager)" % path)
-            else:
-                np.testing.assert_array_equal(j, e, err_msg="%s (jit vs eager)" % path)
+            np.testing.assert_array_equal(j, e, err_msg="%s (jit vs eager)" % path)
+            if e.dtype.kind == "f":
+                signs_differ = (np.signbit(e) != np.signbit(j)) & ~np.isnan(e)
+                assert not signs_differ.any(), "%s: the sign of a zero differs (jit vs eager) at %s" % (
+                    path, tuple(np.argwhere(signs_differ)[0]))
         else:
             assert e == j or (e != e and j != j), "%s: %r (eager) vs %r (jit)" % (path, e, j)
 

@@ -314,7 +314,7 @@ def test_custom_op_forward_backward_under_record():
                 outs += [y, z, x.grad * 1, b.grad * 1]
                 x -= x.grad * 0.1
         return outs + [x, b]
-    assert_same(run(False), run(True), rtol=1e-6)
+    assert_same(run(False), run(True))
 
 
 def test_custom_op_without_record_and_in_hybridized_block():
@@ -334,7 +334,7 @@ def test_custom_op_without_record_and_in_hybridized_block():
                 outs.append(net(y, b))
                 x = outs[-1] / 4
         return outs
-    assert_same(run(False), run(True), rtol=1e-6)
+    assert_same(run(False), run(True))
 
 
 def test_custom_op_that_raises_fails_as_eager():

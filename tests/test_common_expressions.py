@@ -42,7 +42,7 @@ def test_set_back_to_one_after_import_is_undone_before_a_graph_is_built(capsys):
         with minpy_jit.jit():
             a = x * 1.1
             b = a.copy()
-        assert_same(want, [a, b], rtol=0)
+        assert_same(want, [a, b])
         assert _c_getenv("MXNET_ELIMINATE_COMMON_EXPR") == b"0"
         assert "MXNET_ELIMINATE_COMMON_EXPR was '1'; set back to 0" in capsys.readouterr().err
     finally:
@@ -68,8 +68,8 @@ def test_two_copies_one_written_into_an_input(fuse):
         jit_inputs = [x.copy() for x in inputs]
         with minpy_jit.jit():
             got = program(*jit_inputs)
-        assert_same(want, got, rtol=0)
-        assert_same(eager_inputs, jit_inputs, rtol=0)
+        assert_same(want, got)
+        assert_same(eager_inputs, jit_inputs)
 
 
 def test_identical_ops_are_both_run():

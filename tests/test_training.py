@@ -3,9 +3,8 @@
 Every test runs the same function twice -- once eagerly, once inside a `jit()`
 scope -- from the same seeds and the same initial weights, then compares
 losses, gradients, weights, optimizer state and BatchNorm running statistics.
-Where both runs use the same MXNet kernels (a flushed graph is an MXNet CachedOp)
-results are compared exactly; Trainer tests (optimizer updates may be lowered to
-elementwise graphs) and the LSTM (gradient sums reassociated) use rtol=1e-5, atol=1e-6.
+Every result is compared bit for bit: our fused kernels, lifted optimizer updates and
+gradient sums reproduce MXNet's rounding.
 
 Each test opens its jit() scope on its own source line: the runtime counts
 compiled graphs per scope site (recompile_limit), so sharing one `with` line
@@ -23,11 +22,6 @@ import minpy_jit
 from conftest import assert_same
 from minpy_jit import intercept
 
-F32 = dict(rtol=1e-5, atol=1e-6)  # the tolerance used where kernels may legitimately differ
-# Trainer tests: the runtime may lower optimizer updates (multi_sgd_update, adam_update, ... with
-# a changing lr) to elementwise graphs, which round differently from MXNet's fused update
-# kernels (observed: 1 ulp per step for sgd with wd), so those compare with F32 tolerances.
-OPT_TOL = dict(exact=False)
 
 
 # ------------------------------------------------------------------ helpers
@@ -47,9 +41,9 @@ def _np(x):
     return x
 
 
-def differential(run, exact=True, **tol):
-    """run(use_jit) -> nested arrays. Runs eager then jit, compares (exactly unless exact=False,
-    then with F32 tolerances), and returns the stats of the jit run."""
+def differential(run):
+    """run(use_jit) -> nested arrays. Runs eager then jit, compares bit for bit, and returns the
+    stats of the jit run."""
     want = _np(run(False))
     assert not intercept.hooks_active()
     minpy_jit.reset_stats()
@@ -58,11 +52,7 @@ def differential(run, exact=True, **tol):
     st = minpy_jit.stats()
     # the jit run must really have recorded and executed graphs, or the test proves nothing
     assert st["ops_recorded"] > 0 and st["executions"] > 0, st
-    if exact:
-        assert_same(want, got, rtol=0.0, atol=0.0)
-    else:
-        tol = dict(F32, **tol)
-        assert_same(want, got, rtol=tol["rtol"], atol=tol["atol"])
+    assert_same(want, got)
     return st
 
 
@@ -121,7 +111,7 @@ def test_attach_grad_write(attach_inside):
             loss.backward()
             out = dict(loss=loss, gx=x.grad, gw=w.grad)
         return out
-    differential(run, exact=False)  # tanh/sigmoid under record() run in our fused kernel (<= 2 ulp; gradients from those values)
+    differential(run)
 
 
 def test_grad_req_add_accumulates_two_backwards():
@@ -169,10 +159,9 @@ def test_multiple_heads_with_head_gradients():
                 y2 = nd.sum(x * x, axis=1)
             autograd.backward([y1, y2], [g1, g2])
             return dict(y1=y1, y2=y2, gx=x.grad)
-    # y1 and y2 are independent computations, each its own graph (an autograd node, as in eager
-    # MXNet): x's three gradient contributions are summed as (y1's) + (y2's two), not in eager's
-    # one sum of three, so they may differ by an ulp.
-    st = differential(run, exact=False)
+    # y1 and y2 are independent computations, each its own graph; x's three gradient
+    # contributions are still summed as eager sums them (flush.cc sums_cross_parts).
+    st = differential(run)
     assert st["independent_parts"] == 2, st
 
 
@@ -198,7 +187,7 @@ def test_autograd_grad_first_order():
                 y = (nd.tanh(x) * x).sum()
             (gx,) = autograd.grad([y], [x])
             return dict(y=y, gx=gx)
-    differential(run, exact=False)  # tanh/sigmoid under record() run in our fused kernel (<= 2 ulp; gradients from those values)
+    differential(run)
 
 
 def test_autograd_grad_create_graph_second_order():
@@ -410,7 +399,7 @@ def test_gluon_inference_after_training_mode_batchnorm_dropout():
                 y_train = net(x)
             y_pred = net(x)  # predict mode: BN uses running stats, dropout is identity
             return dict(y_train=y_train, y_pred=y_pred, p=param_values(net))
-    differential(run, exact=False)  # predict-mode tanh runs in our fused kernel (<= 2 ulp)
+    differential(run)
 
 
 def test_train_forward_without_backward_then_predict_repeated():
@@ -456,7 +445,7 @@ def test_hybridized_block_inside_jit():
                 res.append(dict(loss=loss.asnumpy(), g=param_grads(body) + param_grads(head)))
             res.append(param_values(body))  # includes BN running stats
         return res
-    differential(run, exact=False)  # tanh/sigmoid under record() run in our fused kernel (<= 2 ulp; gradients from those values)
+    differential(run)
 
 
 def test_hybridized_block_deferred_init_inside_jit():
@@ -477,7 +466,7 @@ def test_hybridized_block_deferred_init_inside_jit():
                 trainer.step(4)
                 losses.append(loss.asnumpy())
         return dict(losses=losses, w=param_values(net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 # ============================================================ Trainer / optimizers
@@ -542,21 +531,21 @@ def _train_mlp(use_jit, opt, kw, steps, scheduler=None, split=False, read_betwee
 
 @pytest.mark.parametrize("opt,kw", OPTIMIZERS, ids=["%s-%s" % (o, "-".join(sorted(k))) for o, k in OPTIMIZERS])
 def test_trainer_step_optimizers(opt, kw):
-    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=5), **OPT_TOL)
+    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=5))
 
 
 @pytest.mark.parametrize("opt,kw", [("sgd", {"momentum": 0.5}), ("sgd", {}), ("nag", {"momentum": 0.5}),
                                     ("adam", {})])
 def test_trainer_lr_scheduler_factor(opt, kw):
     sched = lambda: mx.lr_scheduler.FactorScheduler(step=2, factor=0.7, base_lr=0.1)  # noqa: E731
-    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=7, scheduler=sched), **OPT_TOL)
+    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=7, scheduler=sched))
 
 
 @pytest.mark.parametrize("opt,kw", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
                                     ("nag", {"learning_rate": 0.1, "momentum": 0.9}),
                                     ("adam", {"learning_rate": 0.01})])
 def test_trainer_allreduce_update_split(opt, kw):
-    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=4, split=True), **OPT_TOL)
+    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=4, split=True))
 
 
 @pytest.mark.parametrize("opt,kw", [("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
@@ -564,7 +553,7 @@ def test_trainer_allreduce_update_split(opt, kw):
                                     ("adam", {"learning_rate": 0.01})])
 def test_state_read_between_steps(opt, kw):
     """param.data().asnumpy() and param.grad() between steps give the current values."""
-    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=4, read_between=True), **OPT_TOL)
+    differential(lambda use_jit: _train_mlp(use_jit, opt, kw, steps=4, read_between=True))
 
 
 @pytest.mark.parametrize("opt", ["sgd", "nag"])
@@ -588,7 +577,7 @@ def test_weight_read_lazily_between_steps_then_used(opt):
                 trainer.step(4)
                 snaps.append(net.weight.data().copy())  # copy of the post-update weight
         return dict(snaps=snaps, w=param_values(net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_optimizer_state_after_n_steps_adam_and_momentum():
@@ -602,7 +591,7 @@ def test_optimizer_state_after_n_steps_adam_and_momentum():
             # 6 params: momentum / mean+var / n,g,delta
             assert len(out[name]) == 6 * {"adam": 2, "rmsprop": 3}.get(opt, 1), name
         return out
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 @pytest.mark.parametrize("opt,kw", [("nag", {"learning_rate": 0.05, "momentum": 0.9}),
@@ -630,7 +619,7 @@ def test_training_loop_reads_nothing_until_the_end(opt, kw):
                 kept.append([loss, loss.mean(), first.data() * 1, first.grad() * 1])
                 trainer.step(6)
         return dict(kept=kept, w=param_values(net), states=_states(trainer, net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def _train_step(net, trainer, lossfn, x, y, batch_size=6):
@@ -673,7 +662,7 @@ def test_gradient_accumulation_grad_req_add_and_zero_grad(opt):
                 net.collect_params().zero_grad()
                 out.append(param_grads(net))  # zeros
         return dict(out=out, w=param_values(net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_frozen_layer_grad_req_null():
@@ -687,7 +676,7 @@ def test_frozen_layer_grad_req_null():
             for step in range(4):
                 losses.append(_train_step(net, trainer, lossfn, xs[step], ys[step]))
         return dict(losses=losses, w=param_values(net), g=param_grads(net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_set_learning_rate_between_steps():
@@ -699,7 +688,7 @@ def test_set_learning_rate_between_steps():
                 trainer.set_learning_rate(0.1 / (step + 1))
                 losses.append(_train_step(net, trainer, lossfn, xs[step % 4], ys[step % 4]))
         return dict(losses=losses, w=param_values(net), states=_states(trainer, net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_set_data_and_in_place_weight_edit_between_steps():
@@ -718,7 +707,7 @@ def test_set_data_and_in_place_weight_edit_between_steps():
                     w = last.data()
                     w *= 0.5  # in place, on a weight just updated by the (pending) optimizer step
         return dict(losses=losses, w=param_values(net), states=_states(trainer, net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_clip_global_norm_between_backward_and_step():
@@ -735,7 +724,7 @@ def test_clip_global_norm_between_backward_and_step():
                 trainer.step(6)
                 losses.append(loss)
         return dict(norms=np.array(norms), losses=losses, w=param_values(net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_record_in_predict_mode_and_seed_inside_scope():
@@ -754,7 +743,7 @@ def test_record_in_predict_mode_and_seed_inside_scope():
                 out.append([loss, param_grads(net)])
                 trainer.step(6)
         return dict(out=out, w=param_values(net))  # includes BN running stats
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 # ============================================================ 50-step equivalence
@@ -783,7 +772,7 @@ def test_mlp_50_steps():
                 trainer.step(16)
                 losses.append(loss.mean().asscalar())
         return dict(losses=np.array(losses), w=param_values(net))
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 def test_cnn_50_steps():
@@ -806,7 +795,7 @@ def test_cnn_50_steps():
                 trainer.step(8)
             losses.append(loss.asnumpy())
         return dict(losses=losses, w=param_values(net))  # includes BN running mean/var
-    differential(run, **OPT_TOL)
+    differential(run)
 
 
 class _LSTMNet(gluon.Block):
@@ -852,7 +841,7 @@ def test_lstm_cell_unrolled_50_steps(slice_in_forward):
                 trainer.step(4)
                 losses.append(loss.asnumpy())
         return dict(losses=losses, w=param_values(net))
-    st = differential(run, exact=False)
+    st = differential(run)
     assert st["fused_kernels"] > 0  # the cells' gate math ran in fused units with gradients
 
 
@@ -890,7 +879,7 @@ def test_adam_factor_scheduler_100_steps_does_not_recompile_every_step():
                                             for e in minpy_jit.events()[-8:] if not e["hit"]][-new:]
         assert len(set(lrs)) == 100  # the learning rate really changes every step
         return dict(losses=losses, w=param_values(net), states=_states(trainer, net))
-    st = differential(run, **OPT_TOL)
+    st = differential(run)
     # Step 0 compiles each distinct segment once (state creation, forward, backward, update);
     # the changing lr may cost one recompile of the update graph (step 1); never a miss after that.
     later = {step: m for step, m in misses_by_step.items() if step >= 1}

@@ -40,7 +40,7 @@ def test_power_behind_a_comparison(retain):
     x = nd.array(rand(1, 4, 1, 1, seed=1) * 2)
     b = nd.array([[[[-1.3]]]])
     r = run_both(prog, x, b)
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     assert _per_op(r.stats)
 
 
@@ -57,7 +57,7 @@ def test_chain_behind_floor_in_predict_mode():
         f.backward(retain_graph=True)
         return [x.grad, a, m, h, f]
     r = run_both(prog, nd.array([-0.5, -1.5]))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     assert _per_op(r.stats)
 
 
@@ -76,7 +76,7 @@ def test_sqrt_behind_a_comparison_then_a_real_loss():
         loss.backward()
         return [g1, x.grad, s, c]
     r = run_both(prog, nd.array([0.0, 0.25, 1.0]))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 def test_stop_gradient_inside_one_graph_stays_compiled():
@@ -92,7 +92,7 @@ def test_stop_gradient_inside_one_graph_stays_compiled():
             loss.backward()
         return [w.grad, v.grad, loss]
     r = run_both(prog, nd.array(rand(4, 3, seed=1)), nd.array(rand(3, 2, seed=2)), nd.array(rand(3, 2, seed=3)))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     assert _fallbacks(r.stats) == 0 and r.stats["executions"] > 0 and r.stats["per_op_autograd"] == 0
 
 
@@ -117,7 +117,7 @@ def test_random_like_of_an_op_without_gradient(like):
         return events, x.grad, e
     r = run_both(prog, nd.array(rand(3, seed=2)), seed=5)
     assert r.eager[0] == ["ok"]
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     assert _per_op(r.stats)
 
 
@@ -164,7 +164,7 @@ def test_zero_gradient_recorded_after_a_flush(how, head):
         z.backward()
         return [x.grad, y, z]
     r = run_both(prog, nd.array([1.0, -2.0, 0.0, 3.0]), seed=3)
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 @pytest.mark.parametrize("req", ["write", "add"])
@@ -187,7 +187,7 @@ def test_gemm2_behind_a_draw_after_an_update_under_record(req):
     a12 = nd.array(-np.eye(2) + 0.1 * rand(2, 2, seed=1))
     res = run_both(prog, a12, nd.array(rand(4, 2, seed=2) * 2), nd.array(rand(4, seed=3)), nd.array(rand(4, seed=4)),
                    seed=5)
-    assert_same(*res, rtol=0)
+    assert_same(*res)
     assert np.array_equal(res.jitted[0].asnumpy().view(np.int32), res.eager[0].asnumpy().view(np.int32))
 
 
@@ -204,7 +204,7 @@ def test_argmax_of_a_division_after_a_read():
         g, = autograd.grad(a7, [a2])
         return [g, a6, a7]
     r = run_both(prog, nd.array(rand(1, 5, seed=4) * 2))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 def test_equal_of_a_product_after_waitall_in_predict_mode():
@@ -221,7 +221,7 @@ def test_equal_of_a_product_after_waitall_in_predict_mode():
         a17.backward()
         return [a2.grad, a9.grad, a15, a17]
     r = run_both(prog, nd.array(rand(4, 2, seed=5) * 2), nd.array(rand(1, seed=6) * 2))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 def test_fused_chain_behind_a_comparison_with_backward_in_the_graph():
@@ -235,7 +235,7 @@ def test_fused_chain_behind_a_comparison_with_backward_in_the_graph():
         z.backward()
         return [x.grad, y, z]
     r = run_both(prog, nd.array([1.0, -2.0, 0.0, 3.0]))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 def test_op_beside_the_loss_that_its_backward_does_not_reach():
@@ -253,7 +253,7 @@ def test_op_beside_the_loss_that_its_backward_does_not_reach():
         b.backward()
         return [x.grad, a, b]
     r = run_both(prog, nd.array([0.0, 1.0, 2.0]))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
 
 
 def test_function_replayed_under_record_then_a_comparison():
@@ -300,7 +300,7 @@ def test_autograd_grad_behind_a_comparison_beside_a_float64_update():
     f64 = [nd.array(rs.uniform(-2, 2, (2, 4, 4)), dtype="float64") for _ in range(2)]
     r = run_both(prog, nd.array([[-0.29761305, -0.7666539]]), f64[0], f64[1],
                  nd.array(rs.uniform(0, 0.5, (2, 4, 4)), dtype="float64"))
-    assert_same(*r, rtol=0)
+    assert_same(*r)
     assert not np.isnan(r[1][0].asnumpy()).any()
     assert _per_op(r.stats)
 

@@ -8,6 +8,7 @@
 
 #include "mxapi.h"
 #include "mxparse.h"
+#include "parts.h"
 #include "rewrite.h"
 #include "updates.h"
 
@@ -507,6 +508,48 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
     for (size_t v = 0; v < t.values.size(); ++v)
       sum_unlike_eager[v] = reads[v] > 2 || (t.runs_recorded() && escapes[v] && head_gradients[v] == 0 &&
                                                reads[v] > 0 && t.values[v].node >= 0);
+    // A value a unit makes, reads and hands out (a graph output, or read by a node outside the
+    // unit): the unit's backward adds the gradient it is handed for it to its reads'. Where
+    // nothing outside gives the value a real gradient (it is only held, or read by ops with no
+    // gradient or whose results reach no head) MXNet's pass hands a zero array, which eager's
+    // sum never holds, and 0 + -0 is +0 (z = y * w; (z * z).sum() with y = 0 and w < 0: eager's
+    // z gets -0, y's gradient -0 * w = +0; the unit's z got +0, y's gradient -0).
+    std::vector<int> heads;  // of the backward in this graph; none known when MXNet's runs later
+    if (t.backward >= 0) {
+      const Node& b = t.nodes[t.backward];
+      const int num_heads = std::atoi(attr_value(b.attrs, "num_heads", "0").c_str());
+      for (int k = 0; k < num_heads && k < static_cast<int>(b.in.size()); ++k) heads.push_back(b.in[k]);
+    }
+    std::vector<uint8_t> gradient;
+    std::vector<char> skipped_unused;
+    if (!heads.empty()) eager_gradient_pass(t, heads, &gradient, &skipped_unused);
+    auto real_gradient_from = [&](const Node& c, size_t k) {  // c's k-th input: may get a real gradient
+      if (k < 32 && (c.op->zero_grad_inputs >> k & 1u)) return false;
+      if (heads.empty()) return true;  // a later backward: whether c's results reach it is unknown
+      for (int o : c.out)
+        if (gradient[o] == kRealGradient) return true;
+      return false;
+    };
+    std::vector<char> real_from_outside(t.values.size(), 0);  // a node outside its unit gives one
+    for (size_t c = 0; c < n_nodes; ++c) {
+      if (!live[c] || (t.backward >= 0 && static_cast<int>(c) >= t.backward)) continue;
+      const Node& cn = t.nodes[c];
+      for (size_t k = 0; k < cn.in.size(); ++k) {
+        const int p = t.values[cn.in[k]].node;
+        if (p >= 0 && (group_of[c] < 0 || group_of[c] != group_of[p]) && real_gradient_from(cn, k))
+          real_from_outside[cn.in[k]] = 1;
+      }
+    }
+    for (size_t i = 0; i < n_nodes; ++i) {
+      if (!live[i] || group_of[i] < 0) continue;
+      for (int v : t.nodes[i].in) {
+        const int p = t.values[v].node;
+        if (p < 0 || group_of[p] != group_of[i] || !(escapes[v] || used_outside[v])) continue;
+        const bool head = heads.empty() ? escapes[v] && head_gradients[v] > 0
+                                        : std::find(heads.begin(), heads.end(), v) != heads.end();
+        if (!head && !real_from_outside[v]) sum_unlike_eager[v] = 1;
+      }
+    }
   }
   auto exact_gradient = [&](const Group& grp) {
     for (int m : grp.members) {

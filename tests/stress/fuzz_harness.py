@@ -169,13 +169,18 @@ def _diff(e, j, path, exact):
             return "%s: array %s %s (eager) vs %s %s (jit)" % (path, e.shape, e.dtype, j.shape, j.dtype)
         if e.dtype.kind in "fc":
             same = np.array_equal(e, j, equal_nan=True)
+            if same and exact and e.dtype.kind == "f":  # bit for bit: -0.0 is not 0.0
+                same = not ((np.signbit(e) != np.signbit(j)) & ~np.isnan(e)).any()
             if not same and not exact:
                 same = bool(np.all(np.isclose(j, e, rtol=RTOL.get(e.dtype, 1e-6), atol=ATOL.get(e.dtype, 1e-6),
                                               equal_nan=True) | ((e == j) & np.isinf(e))))
         else:
             same = np.array_equal(e, j)
         if not same:
-            bad = np.argwhere(~np.isclose(j, e, rtol=0, atol=0, equal_nan=True)) if e.ndim else [()]
+            unequal = ~np.isclose(j, e, rtol=0, atol=0, equal_nan=True)
+            if e.dtype.kind == "f" and not unequal.any():
+                unequal = (np.signbit(e) != np.signbit(j)) & ~np.isnan(e)
+            bad = np.argwhere(unequal) if e.ndim else [()]
             where = tuple(bad[0]) if len(bad) else ()
             ev = e[where] if e.ndim else e
             jv = j[where] if j.ndim else j
@@ -193,7 +198,7 @@ def _diff(e, j, path, exact):
     if type(e) is not type(j) and not (isinstance(e, (int, float, np.generic)) and isinstance(j, (int, float, np.generic))):
         return "%s: %.200r (eager) vs %.200r (jit)" % (path, e, j)
     if isinstance(e, (float, np.floating)) and isinstance(j, (float, np.floating)):
-        if e == j or (e != e and j != j):
+        if (e == j and (not exact or np.signbit(e) == np.signbit(j))) or (e != e and j != j):
             return None
         if not exact and np.isclose(j, e, rtol=1e-6, atol=1e-6):
             return None
