@@ -18,11 +18,6 @@ import pytest
 import minpy_jit
 from minpy_jit import intercept
 
-# Default relative tolerance per dtype. Eager and jitted runs mostly use the same kernels;
-# fused float32 chains use our own tanh/sigmoid/exp/log (<= 2 ulp, see test_fusion.py), and
-# lifted optimizer updates round differently. Integers: exact.
-RTOL = {np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
-
 BIG = 10 ** 9  # recompile limit used while run_both's jit() scope runs
 
 # tests/stress/: the fuzz, soak, threads, shapes and interrupt campaigns run on demand (see its

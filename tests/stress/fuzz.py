@@ -225,9 +225,6 @@ def worker(args):
     import mxnet as mx  # noqa: F401
     import minpy_jit
     h = harness()
-    sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
-    import conftest
-    assert h.RTOL == conftest.RTOL, "fuzz_harness.RTOL must match tests/conftest.py"
     out = sys.stdout
     sys.stdout = sys.stderr  # programs and MXNet print; the protocol keeps stdout
     i, n = args.shard
