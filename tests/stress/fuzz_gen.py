@@ -135,6 +135,7 @@ class Var:
         self.deps = set(deps)     # leaves (arrays with grads, nets) it was computed from under record
         self.rec_block = None     # the record block that produced it
         self.failed = False       # the result of an op that fails at run time
+        self.adds = False         # its gradient is added to (grad_req='add')
 
     @property
     def size(self):
@@ -195,7 +196,7 @@ class Gen:
         if grad:
             req = self.r.choice(["", "", "", "grad_req='add'"])
             text += "\n%s.attach_grad(%s)" % (v.name, req)
-            v.grad, v.deps = True, {v.name}
+            v.grad, v.deps, v.adds = True, {v.name}, bool(req)
         self.prelude.append(Stmt(text, "input"))
         self.vars[v.name] = v
         return v
@@ -405,8 +406,10 @@ class Gen:
         else:
             w = self.pick_float(shape=(k, m), dtype=dt)
             v = self.result((n, m), dt, [x, w])
+            # MXNet's linalg backward into a grad_req='add' gradient adds unwritten temp memory
+            # (repros/mxnet_linalg_grad_add_reads_temp_space.py): its own family, a known area
             self.emit("%s = nd.linalg.gemm2(%s, %s, alpha=%s)" % (v.name, x.name, w.name, r.choice(CONSTS[:5])),
-                      "matmul")
+                      "linalg_add" if x.adds or w.adds else "matmul")
 
     def f_conv(self):
         r = self.r
