@@ -617,3 +617,37 @@ def test_multi_weight_update_given_one_array_twice_reads_what_earlier_weights_wr
     eager, jitted = run(False), run(True)
     for e, j in zip(eager, jitted):
         assert np.array_equal(e.view(np.uint32), j.view(np.uint32))
+
+
+def test_write_into_a_slice_of_a_concat_result_fails_as_eagerly(isolated_runtime):
+    # fuzz seed 10376385: a 4-d concat's result is left in oneDNN's layout; an elemwise_add into
+    # a slice of it (out=) fails while it runs eagerly ("Check failed: !is_view"), leaving the
+    # slice as it was; our graph ran the add. Writes into a view run as MXNet's op now.
+    def run(use_jit):
+        r = np.random.RandomState(10376385)
+        a16 = nd.array(r.uniform(0.0, 0.5, (5, 5, 3, 1)), dtype="float32")
+        a25 = nd.array(r.uniform(-2.0, 2.0, (1, 5, 3, 3)), dtype="float32")
+        seen = []
+        try:
+            with jit_or_eager(use_jit):
+                a24 = nd.elemwise_add(a16[2:3], a16[2:3])
+                a26 = nd.concat(a24, a25, dim=3)
+                a28 = a26[:, 2:5]
+                nd.elemwise_add(a28, a28, out=a28)
+        except mx.MXNetError as e:
+            seen.append(("scope raised", type(e).__name__))
+        for a in (a28, a26):
+            try:
+                seen.append(a.asnumpy())
+            except mx.MXNetError as e:
+                seen.append(("raised", type(e).__name__))
+        return seen
+
+    minpy_jit.config(recompile_limit=10 ** 9)
+    eager, jitted = run(False), run(True)
+    assert len(eager) == len(jitted)
+    for e, j in zip(eager, jitted):
+        if isinstance(e, tuple) or isinstance(j, tuple):
+            assert e == j
+        else:
+            assert np.array_equal(e.view(np.uint32), j.view(np.uint32))

@@ -984,6 +984,13 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   for (PyObject* o : copy_targets)
     if (in_avals[0]->dev_type != kGPU && is_ndarray(o) && a_view(handle_of(o)))
       return fallback_that_can_fail(args, op, "writes a view (MXNet's copy fails into a view of a oneDNN-layout array)");
+  // Any other op writing into a view (out=): MXNet's oneDNN ops fail while they run on a view of
+  // an array left in oneDNN's layout ("Check failed: !is_view"; a 4-d concat's result, sliced:
+  // fuzz seed 10376385), and which arrays oneDNN left so is not known here. MXNet's op runs it.
+  if (!op.copyto && nin > 0 && in_avals[0]->dev_type != kGPU)
+    for (PyObject* o : out_arrays(out))
+      if (is_ndarray(o) && a_view(handle_of(o)))
+        return fallback_that_can_fail(args, op, "writes a view (MXNet's op fails into a view of a oneDNN-layout array)");
 
   // MXNet's _copyto (astype, copy, copyto, as_in_context) has _copyto as its backward, whose
   // kernel (CopyFromToSimple) ignores the request: eager's backward overwrites the gradient of a
