@@ -987,7 +987,8 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   // Any other op writing into a view (out=): MXNet's oneDNN ops fail while they run on a view of
   // an array left in oneDNN's layout ("Check failed: !is_view"; a 4-d concat's result, sliced:
   // fuzz seed 10376385), and which arrays oneDNN left so is not known here. MXNet's op runs it.
-  if (!op.copyto && nin > 0 && in_avals[0]->dev_type != kGPU)
+  // Optimizer updates (out= the weight, on the hot path of every step) have no oneDNN kernel.
+  if (!op.copyto && !op.update && out != Py_None && nin > 0 && in_avals[0]->dev_type != kGPU)
     for (PyObject* o : out_arrays(out))
       if (is_ndarray(o) && a_view(handle_of(o)))
         return fallback_that_can_fail(args, op, "writes a view (MXNet's op fails into a view of a oneDNN-layout array)");
