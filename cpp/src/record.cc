@@ -991,7 +991,7 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   if (!op.copyto && !op.update && out != Py_None && nin > 0 && in_avals[0]->dev_type != kGPU)
     for (PyObject* o : out_arrays(out))
       if (is_ndarray(o) && a_view(handle_of(o)))
-        return fallback_that_can_fail(args, op, "writes a view (MXNet's op fails into a view of a oneDNN-layout array)");
+        return fallback_that_can_fail(args, op, "writes a view (MXNet's op may fail into a view of a oneDNN-layout array)");
 
   // MXNet's _copyto (astype, copy, copyto, as_in_context) has _copyto as its backward, whose
   // kernel (CopyFromToSimple) ignores the request: eager's backward overwrites the gradient of a
