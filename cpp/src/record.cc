@@ -981,17 +981,16 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
         view_input_can_fail(op.name, static_cast<int>(i)) &&
         a_view(handle_of(in_objs[i])))
       return fallback_that_can_fail(args, op, "reads a view (MXNet's op fails on a view of a oneDNN-layout array)");
-  for (PyObject* o : copy_targets)
-    if (in_avals[0]->dev_type != kGPU && is_ndarray(o) && a_view(handle_of(o)))
-      return fallback_that_can_fail(args, op, "writes a view (MXNet's copy fails into a view of a oneDNN-layout array)");
-  // Any other op writing into a view (out=): MXNet's oneDNN ops fail while they run on a view of
-  // an array left in oneDNN's layout ("Check failed: !is_view"; a 4-d concat's result, sliced:
-  // fuzz seed 10376385), and which arrays oneDNN left so is not known here. MXNet's op runs it.
+  // A view written: by `_copyto`, or by any other op through out= (MXNet's oneDNN ops fail while
+  // they run into a view of an array left in oneDNN's layout, "Check failed: !is_view": a 4-d
+  // concat's result, sliced, fuzz seed 10376385; which arrays oneDNN left so is not known here).
   // Optimizer updates (out= the weight, on the hot path of every step) have no oneDNN kernel.
-  if (!op.copyto && !op.update && out != Py_None && nin > 0 && in_avals[0]->dev_type != kGPU)
-    for (PyObject* o : out_arrays(out))
-      if (is_ndarray(o) && a_view(handle_of(o)))
-        return fallback_that_can_fail(args, op, "writes a view (MXNet's op may fail into a view of a oneDNN-layout array)");
+  std::vector<PyObject*> written = copy_targets;  // empty unless a copy
+  if (!op.copyto && !op.update && out != Py_None && nin > 0) written = out_arrays(out);
+  for (PyObject* o : written)
+    if (in_avals[0]->dev_type != kGPU && is_ndarray(o) && a_view(handle_of(o)))
+      return fallback_that_can_fail(args, op, op.copyto ? "writes a view (MXNet's copy fails into a view of a oneDNN-layout array)"
+                                                        : "writes a view (MXNet's op may fail into a view of a oneDNN-layout array)");
 
   // MXNet's _copyto (astype, copy, copyto, as_in_context) has _copyto as its backward, whose
   // kernel (CopyFromToSimple) ignores the request: eager's backward overwrites the gradient of a
