@@ -1,13 +1,13 @@
 """Same-build A/B of one boolean config option of minpy_jit, off and on in alternating child
 processes (each process runs one setting, so neither setting's compiled graphs or memory are
-in the other's way), on W3 (Gluon + Trainer step inside jit()) and W4 (the 50-step LSTMCell
-sequence inside jit()). Prints, per workload and setting, the median over pairs of the wall and
+in the other's way), on W3 (Gluon + Trainer step inside jit()), W4 (the 50-step LSTMCell
+sequence inside jit()) and W4F (the same sequence as an @minpy_jit.function). Prints, per workload and setting, the median over pairs of the wall and
 process CPU time per call (CPU time: every thread of the process; on a shared machine wall time
 mostly measures the scheduler), and on/off ratios; and, counted in one more pair of processes
 with MXNet's profiler (not timed), the engine operations MXNet runs per call: a count that does
 not depend on the machine's load.
 
-    .venv/bin/python benchmarks/config_ab.py OPTION [--pairs 5] [--calls 200] [--only w3,w4]
+    .venv/bin/python benchmarks/config_ab.py OPTION [--pairs 5] [--calls 200] [--only w3,w4,w4f]
 """
 import argparse
 import json
@@ -52,23 +52,31 @@ def child(option, setting, only, calls, count):
     work = {}
     if "w3" in only:
         work["w3"] = Setup("jit", initial_weights()).step
-    if "w4" in only:
+    if "w4" in only or "w4f" in only:
         cell = rnn.LSTMCell(128, input_size=64)
         cell.initialize(mx.init.Xavier())
         rng = np.random.RandomState(0)
         xs = [nd.array(rng.uniform(-1, 1, (16, 64)).astype(np.float32)) for _ in range(50)]
         h0, c0 = nd.zeros((16, 128)), nd.zeros((16, 128))
 
+        def sequence(xs, h, c):
+            states = [h, c]
+            for x in xs:
+                _, states = cell(x, states)
+            return states
+
         def w4():
             with minpy_jit.jit():
-                states = [h0, c0]
-                for x in xs:
-                    _, states = cell(x, states)
+                states = sequence(xs, h0, c0)
             states[0].wait_to_read()
-        work["w4"] = w4
+        sequence_function = minpy_jit.function(sequence)
+        if "w4" in only:
+            work["w4"] = w4
+        if "w4f" in only:
+            work["w4f"] = lambda: sequence_function(xs, h0, c0)[0].wait_to_read()
     out = {}
     for name, fn in work.items():
-        n = calls if name == "w3" else max(1, calls // 5)
+        n = calls if name == "w3" else max(1, calls // 5)  # a W4 sequence is 50 cell steps
         for _ in range(10):
             fn()
         if count:

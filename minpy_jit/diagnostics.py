@@ -73,6 +73,11 @@ def config(**options):
           calling them (on the calling thread when nothing is pending on its arrays)
           instead of through MXNet's CachedOp (default True; False: the CachedOp, the same
           bits). Not under autograd recording. stats()['kernels_launched_directly'] counts them
+    batch_projections: FullyConnected calls of one weight and bias on data made before the
+          first of them (a recurrent cell's input projections) run as one call over all their
+          rows, where MXNet's kernel gives every row the same bits either way (checked once per
+          shape; default True, with fuse; graphs()' 'batched_projections' counts them). Applies
+          to graphs compiled after the change (clear_cache() to rebuild)
     stable_params: inputs of a compiled graph that are the same arrays run after run (weights,
           a fixed batch) are bound as parameters of the graph, as a hybridized block binds its
           weights, so MXNet sets up the operators reading them once (default True; MXNet

@@ -6,6 +6,7 @@
 #include "launch.h"
 #include "mxapi.h"
 #include "mxparse.h"
+#include "projections.h"
 #include "runtime.h"
 
 #include <structmember.h>  // after Python.h (via runtime.h)
@@ -215,6 +216,7 @@ py::list graphs() {
     d["ir"] = e->ir;
     d["json"] = e->json;
     d["nodes"] = e->num_nodes;
+    d["batched_projections"] = e->batched_projections;
     {
       std::lock_guard<std::mutex> lock(e->run_mu);  // Executor::params is the runs' state
       d["param_inputs"] = e->params.op ? std::count(e->params.stable.begin(), e->params.stable.end(), 1) : 0;
@@ -333,6 +335,7 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
       else if (k == "stable_params") R->cfg.stable_params = v.cast<bool>();
       else if (k == "direct_kernels") R->cfg.direct_kernels = v.cast<bool>();
+      else if (k == "batch_projections") R->cfg.batch_projections = v.cast<bool>();
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -358,6 +361,7 @@ PYBIND11_MODULE(_core, m) {
     d["direct_updates"] = R->cfg.direct_updates;
     d["stable_params"] = R->cfg.stable_params;
     d["direct_kernels"] = R->cfg.direct_kernels;
+    d["batch_projections"] = R->cfg.batch_projections;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;
@@ -387,5 +391,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("peek_works", &peek_works);  // array metadata read without C API calls (peek.cc)
   m.def("autograd_peek_works", &autograd_peek_works);  // autograd membership read likewise
   register_fragment_api(m);
+  // Whether FullyConnected (float32, cpu) computes `blocks` blocks of `rows` rows by a (out, in)
+  // weight bit for bit as one call (projections.h): for tests and benchmarks.
+  m.def("row_blocks_exact", [](int64_t rows, int64_t in, int64_t out, int blocks, bool bias) {
+    AtomicSymbolCreator fc = nullptr;
+    MX_CALL(NNGetOpHandle("FullyConnected", &fc));
+    AVal data, weight;
+    data.ndim = weight.ndim = 2;
+    data.dims[0] = rows, data.dims[1] = in, weight.dims[0] = out, weight.dims[1] = in;
+    std::vector<Attr> attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
+    return row_blocks_exact(fc, attrs, data, weight, bias, blocks);
+  });
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

@@ -12,6 +12,7 @@
 #include "backward.h"
 #include "mxapi.h"
 #include "nogil.h"
+#include "projections.h"
 #include "runtime.h"
 
 namespace minpy {
@@ -86,7 +87,17 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     for (size_t i = 0; i < trace.nodes.size(); ++i)
       if (trace.recorded_node(i) && known_nondiff.count(trace.nodes[i].op->name))
         throw MXError("operator " + trace.nodes[i].op->name + " has no gradient: recorded ops replayed one by one");
-    LoweredGraph g = lower(trace, outputs, known_nondiff, fuse);
+    int batched = 0;
+    std::shared_ptr<const Trace> rewritten = fuse && R->cfg.batch_projections ? batch_projections(trace, live_nodes(trace, outputs), &batched) : nullptr;
+    LoweredGraph g;
+    try {
+      g = lower(rewritten ? *rewritten : trace, outputs, known_nondiff, fuse);
+      g.trace = rewritten;
+    } catch (const std::logic_error&) {  // a rewrite that made the graph cyclic costs speed, never the graph
+      if (!rewritten) throw;
+      g = lower(trace, outputs, known_nondiff, fuse);
+    }
+    const Trace& lowered = g.trace ? *g.trace : trace;
     SymbolHandle sym = nullptr;
     MX_CALL(without_gil([&] { return MXSymbolCreateFromJSON(g.json.c_str(), &sym); }));
     const char* keys[] = {"static_alloc", "static_shape"};
@@ -147,8 +158,9 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
       exe->placeholders.push_back(new_lazy_array(a));
     }
     exe->num_nodes = g.num_nodes;
+    exe->batched_projections = g.trace ? batched : 0;
     exe->json = g.json;
-    if (!per_op_autograd && g.placeholders == 0) exe->kernel_launch = plan_launch(*exe, trace, outputs);
+    if (!per_op_autograd && g.placeholders == 0) exe->kernel_launch = plan_launch(*exe, lowered, outputs);
     exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (lowered_out) *lowered_out = std::move(g);
     return exe;

@@ -121,6 +121,17 @@ bool clips_an_added_gradient(const Trace& t, const Node& n) {
   return in.node < 0 && in.ext && in.adds_gradient;
 }
 
+// A slice of whole rows (axis 0 of a 2-D array) whose input no unit makes (a batched
+// projection's result, projections.h): a unit reads those rows in place. Its input is never a
+// unit member, whose program would have to run over the other rows too.
+bool row_block(const Trace& t, const Node& n) {
+  const Value& in = t.values[n.in[0]];
+  if (in.aval.ndim != 2 || axis_of(n, "0", 2) != 0) return false;
+  if (in.node >= 0 && rules().count(t.nodes[in.node].op->name)) return false;
+  const int64_t begin = std::atoll(attr(n, "begin", "0").c_str());
+  return begin >= 0 && begin + t.values[n.out[0]].aval.dims[0] <= in.aval.dims[0];
+}
+
 // The node's kind if our kernels can run it, else kNone. Under autograd recording only
 // what the elementwise kernel's gradient covers: same-shape operands (a broadcast's
 // gradient is a reduction), no splits or slices (their gradient writes part of a wider
@@ -177,7 +188,8 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
     case kSlice: {
       const AVal& in = t.values[n.in[0]].aval;
       if (n.in.size() != 1 || in.ndim < 1) return kNone;
-      return axis_of(n, "0", in.ndim) == in.ndim - 1 ? k : kNone;
+      if (axis_of(n, "0", in.ndim) == in.ndim - 1) return k;
+      return row_block(t, n) ? k : kNone;
     }
     default:
       return kNone;
@@ -243,6 +255,9 @@ class ProgramBuilder {
     int r = -1;
     if (rule.kind == kSplit) {
       r = emit(n.in[0], shift + t_.values[v].index * last_dim(a));
+    } else if (rule.kind == kSlice && row_block(t_, n)) {
+      if (rows(a) != R_) return fail();  // its rows broadcast over the unit's: not a block to read
+      r = load(n.in[0], shift, std::atoll(attr(n, "begin", "0").c_str()));
     } else if (rule.kind == kSlice) {
       int64_t width = last_dim(t_.values[n.in[0]].aval);
       std::string b = attr(n, "begin", "0");
@@ -297,12 +312,17 @@ class ProgramBuilder {
     if (it != consts_.end()) return it->second;
     return consts_[lit] = push("c " + lit);
   }
-  // A read of an array from outside the group, at column offset `shift`.
-  int load(int v, int64_t shift) {
+  // A read of an array from outside the group, at column offset `shift` (and from row `row0` on:
+  // a row block, rows R_ of its rows).
+  int load(int v, int64_t shift, int64_t row0 = -1) {
     const AVal& a = t_.values[v].aval;
     std::string acc;
     int64_t key_shift = shift;
-    if (a.size() == 1) {
+    if (row0 >= 0) {
+      if (row0 + R_ > rows(a) || shift + C_ > last_dim(a)) return fail();
+      key_shift = row0 * last_dim(a) + shift;
+      acc = std::to_string(key_shift) + "," + std::to_string(last_dim(a)) + ",1";
+    } else if (a.size() == 1) {
       acc = "0,0,0", key_shift = -1;
     } else if (rows(a) == R_ && shift + C_ <= last_dim(a)) {
       acc = std::to_string(shift) + "," + std::to_string(last_dim(a)) + ",1";

@@ -18,7 +18,8 @@ bool reads(const Node& n, int value) {
   return std::find(n.in.begin(), n.in.end(), value) != n.in.end();
 }
 
-// Which trace nodes the outputs depend on.
+}  // namespace
+
 std::vector<char> live_nodes(const Trace& t, const std::vector<OutputSpec>& outputs) {
   std::vector<char> live(t.nodes.size(), 0);
   std::vector<int> stack;
@@ -34,6 +35,8 @@ std::vector<char> live_nodes(const Trace& t, const std::vector<OutputSpec>& outp
   }
   return live;
 }
+
+namespace {
 
 // Ordering edges (by trace node id) that dataflow does not imply.
 std::vector<std::vector<int>> control_edges(const Trace& t, const std::vector<char>& live,
@@ -442,8 +445,9 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   return g;
 }
 
-std::string print_graph(const Trace& t, const LoweredGraph& g, const std::vector<OutputSpec>& outputs,
+std::string print_graph(const Trace& recorded, const LoweredGraph& g, const std::vector<OutputSpec>& outputs,
                         const std::function<std::string(int)>& loc_str, const std::string& title) {
+  const Trace& t = g.trace ? *g.trace : recorded;
   std::ostringstream os;
   auto aval_str = [](const AVal& a) { return a.shape_str() + " " + dtype_name(a.dtype); };
   auto pad = [](std::string s, size_t w) { return s.size() < w ? s + std::string(w - s.size(), ' ') : s + " "; };

@@ -11,6 +11,7 @@
 //   * random ops run in program order, so they draw the same numbers as eager.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -48,12 +49,18 @@ struct LoweredGraph {
   // produce into existing arrays. Made default-layout before each run (executor.h).
   std::vector<int> ours_mutate;
   std::vector<int> ours_write_outputs;
+  // The trace lowered, when a rewrite made a new one from the recorded trace (batched
+  // projections, projections.h: node ids differ, value ids are the same); null otherwise.
+  std::shared_ptr<const Trace> trace;
 };
+
+// Which trace nodes the outputs depend on.
+std::vector<char> live_nodes(const Trace& t, const std::vector<OutputSpec>& outputs);
 
 LoweredGraph lower(const Trace& trace, const std::vector<OutputSpec>& outputs,
                    const std::unordered_set<std::string>& nondifferentiable, bool fuse);
 
-// The graph as text: one line per node, `%7 = relu(%6)  (32, 32) float32  # train.py:41`.
+// The graph as text (of g.trace when set, else of `trace`): one line per node, `%7 = relu(%6)  (32, 32) float32  # train.py:41`.
 std::string print_graph(const Trace& trace, const LoweredGraph& g, const std::vector<OutputSpec>& outputs,
                         const std::function<std::string(int)>& loc_str, const std::string& title);
 

@@ -218,15 +218,7 @@ Trial trial_run(const OpInfo& op, std::vector<const char*> keys, std::vector<con
     if (without_gil([&] { return MXNDArraySyncCopyFromCPU(h, data.data(), static_cast<size_t>(a->size())); }) != 0)
       return Trial::kSkipped;
   }
-  int was_recording = 0;
-  MXAutogradSetIsRecording(0, &was_recording);  // not an op of the user's autograd graph
-  struct Restore {
-    int recording;
-    ~Restore() {
-      int ignored = 0;
-      MXAutogradSetIsRecording(recording, &ignored);
-    }
-  } restore{was_recording};
+  RecordingPaused paused;  // not an op of the user's autograd graph
   int n_out = 0;
   NDArrayHandle* results = nullptr;
   std::vector<NDArrayHandle> out_handles;

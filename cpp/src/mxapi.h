@@ -38,6 +38,22 @@ inline void mx_check(int rc, const char* what) {
 }
 #define MX_CALL(expr) ::minpy::mx_check((expr), #expr)
 
+// Autograd recording off while it lives: ops our runtime runs for itself (trial runs, checks)
+// are no part of the user's autograd graph.
+class RecordingPaused {
+ public:
+  RecordingPaused() { MXAutogradSetIsRecording(0, &was_); }
+  ~RecordingPaused() {
+    int ignored = 0;
+    MXAutogradSetIsRecording(was_, &ignored);
+  }
+  RecordingPaused(const RecordingPaused&) = delete;
+  RecordingPaused& operator=(const RecordingPaused&) = delete;
+
+ private:
+  int was_ = 0;
+};
+
 inline bool np_shape_mode() {
   int cur = 0;
   MXIsNumpyShape(&cur);

@@ -44,6 +44,7 @@ struct Config {
   bool reads_keep_recorded = true;
   bool direct_updates = true;  // launch a Trainer update with nothing recorded before it directly (update_launch.h)
   bool direct_kernels = true;  // run a graph made only of our fused kernels as one engine operation (kernel_launch.h)
+  bool batch_projections = true;  // one FullyConnected call for a weight's independent row blocks (projections.h)
   bool stable_params = true;  // bind inputs that stay the same arrays as parameters of the graph (Executor::params)
 };
 

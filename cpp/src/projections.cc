@@ -1,0 +1,248 @@
+#include "projections.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "mxapi.h"
+#include "mxparse.h"
+#include "nogil.h"
+#include "runtime.h"
+
+namespace minpy {
+
+namespace {
+
+// The attributes as one string, whatever order the call gave them in.
+std::string canonical_attrs(std::vector<Attr> attrs) {
+  std::sort(attrs.begin(), attrs.end(), [](const Attr& a, const Attr& b) { return a.key < b.key; });
+  std::string s;
+  for (const Attr& a : attrs) s += a.key + "=" + a.val + ";";
+  return s;
+}
+
+// Arrays made for the check, freed when it ends.
+struct Held {
+  std::vector<NDArrayHandle> handles;
+  ~Held() {
+    for (NDArrayHandle h : handles) MXNDArrayFree(h);
+  }
+};
+
+NDArrayHandle array_of(const AVal& a, const float* data, Held* held) {
+  uint32_t dims[AVal::kMaxDim];
+  for (int i = 0; i < a.ndim; ++i) dims[i] = static_cast<uint32_t>(a.dims[i]);
+  NDArrayHandle h = nullptr;
+  if (MXNDArrayCreateEx(dims, a.ndim, a.dev_type, a.dev_id, 0, a.dtype, &h) != 0) return nullptr;
+  held->handles.push_back(h);
+  const size_t n = static_cast<size_t>(a.size());
+  if (without_gil([&] { return MXNDArraySyncCopyFromCPU(h, data, n); }) != 0) return nullptr;
+  return h;
+}
+
+// MXNet's operator on `inputs`, its first result copied into `out` (false on any failure).
+bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, Held* held) {
+  int n_out = 0;
+  NDArrayHandle* results = nullptr;
+  NDArrayHandle result = nullptr;
+  const int rc = without_gil([&] {
+    int r = MXImperativeInvoke(creator, static_cast<int>(inputs.size()), inputs.data(), &n_out, &results,
+                               static_cast<int>(keys.size()), keys.data(), vals.data());
+    if (r == 0 && n_out >= 1) result = results[0];  // MXNet's thread-local list: read at once
+    for (int i = 1; r == 0 && i < n_out; ++i) held->handles.push_back(results[i]);
+    return r;
+  });
+  if (rc != 0 || !result) return false;
+  held->handles.push_back(result);
+  out->resize(out_size);
+  return without_gil([&] { return MXNDArraySyncCopyToCPU(result, out->data(), out_size); }) == 0;
+}
+
+bool check_row_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
+                      const AVal& weight, bool bias, int blocks) {
+  const int64_t rows = data.dims[0], in = data.dims[1], out = weight.dims[0];
+  // Values of many magnitudes and both signs: an output summed in another order differs.
+  uint64_t state = 0x2545f4914f6cdd1dULL ^ static_cast<uint64_t>(rows * 1000003 + in * 1009 + out);
+  auto random = [&] {
+    state = mix64(state);
+    const float unit = static_cast<float>(state >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+    return std::ldexp(unit, static_cast<int>((state >> 8) % 9) - 4);
+  };
+  std::vector<float> x(static_cast<size_t>(rows * blocks * in)), w(static_cast<size_t>(out * in)), b(out);
+  for (float& v : x) v = random();
+  for (float& v : w) v = random();
+  for (float& v : b) v = random();
+
+  RecordingPaused paused;  // no op of the user's autograd graph
+  std::vector<const char*> keys, vals;
+  for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
+  Held held;
+  NDArrayHandle hw = array_of(weight, w.data(), &held);
+  AVal bias_aval = weight;
+  bias_aval.ndim = 1;
+  NDArrayHandle hb = bias ? array_of(bias_aval, b.data(), &held) : nullptr;
+  AVal all = data;
+  all.dims[0] = rows * blocks;
+  NDArrayHandle hx = array_of(all, x.data(), &held);
+  if (!hw || !hx || (bias && !hb)) return false;
+  std::vector<float> whole, block;
+  const size_t block_out = static_cast<size_t>(rows * out);
+  if (!run_op(creator, keys, vals, bias ? std::vector<NDArrayHandle>{hx, hw, hb} : std::vector<NDArrayHandle>{hx, hw},
+              block_out * blocks, &whole, &held))
+    return false;
+  for (int k = 0; k < blocks; ++k) {
+    NDArrayHandle hk = array_of(data, x.data() + static_cast<size_t>(k * rows * in), &held);
+    if (!hk || !run_op(creator, keys, vals, bias ? std::vector<NDArrayHandle>{hk, hw, hb} : std::vector<NDArrayHandle>{hk, hw},
+                       block_out, &block, &held))
+      return false;
+    if (std::memcmp(block.data(), whole.data() + k * block_out, block_out * sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+struct Projection {
+  int node;
+  int data;
+};
+
+}  // namespace
+
+bool row_blocks_exact(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
+                      const AVal& weight, bool bias, int blocks) {
+  static std::mutex mu;
+  static std::map<std::string, bool> known;
+  const std::string key = canonical_attrs(attrs) + data.shape_str() + weight.shape_str() + ctx_str(data.dev_type, data.dev_id) +
+                          (bias ? "b" : "") + "x" + std::to_string(blocks);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(key);
+    if (it != known.end()) return it->second;
+  }
+  const bool exact = check_row_blocks(creator, attrs, data, weight, bias, blocks);  // not under the lock: it waits for MXNet
+  std::lock_guard<std::mutex> lock(mu);
+  known[key] = exact;
+  return exact;
+}
+
+std::shared_ptr<const Trace> batch_projections(const Trace& t, const std::vector<char>& live, int* batched) {
+  *batched = 0;
+  if (t.recording || t.backward >= 0) return nullptr;
+  const int N = static_cast<int>(t.nodes.size());
+  std::vector<char> updated(t.values.size(), 0);  // aux states some node writes in place
+  for (const Node& n : t.nodes)
+    for (int v : n.mutated) updated[v] = 1;
+
+  // Groups by weight, bias, attributes and data aval, in order of their first projection.
+  std::map<std::string, int> group_of_key;
+  std::vector<std::vector<Projection>> groups;
+  for (int i = 0; i < N; ++i) {
+    const Node& n = t.nodes[i];
+    if (!live[i] || n.op->name != "FullyConnected" || n.out.size() != 1 || !n.mutated.empty()) continue;
+    if (!n.targets.empty() && n.targets[0]) continue;  // out=: written into an existing array
+    const bool bias = !mx_bool(attr_value(n.attrs, "no_bias", "False"));
+    if (n.in.size() != (bias ? 3u : 2u)) continue;
+    const AVal& x = t.values[n.in[0]].aval;
+    const AVal& y = t.values[n.out[0]].aval;
+    if (x.ndim != 2 || y.ndim != 2 || x.dtype != 0 || y.dtype != 0 || t.values[n.in[1]].aval.ndim != 2) continue;
+    bool touched = false;
+    for (int v : n.in) touched |= updated[v] != 0;
+    if (touched) continue;
+    const std::string key = std::to_string(n.in[1]) + "," + (bias ? std::to_string(n.in[2]) : "-") + "," +
+                            canonical_attrs(n.attrs) + x.shape_str() + ctx_str(x.dev_type, x.dev_id);
+    auto it = group_of_key.find(key);
+    if (it == group_of_key.end()) {
+      group_of_key[key] = static_cast<int>(groups.size());
+      groups.push_back({{i, n.in[0]}});
+      continue;
+    }
+    std::vector<Projection>& g = groups[it->second];
+    if (t.values[n.in[0]].node < g[0].node) g.push_back({i, n.in[0]});  // its data exists before the first one
+  }
+
+  // Per node: its block and its group; per first node of a group: the group.
+  std::vector<int> block_of(N, -1), block_group(N, -1), group_at(N, -1);
+  std::vector<char> keep(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].size() < 2) continue;
+    const Node& first = t.nodes[groups[g][0].node];
+    const bool bias = first.in.size() == 3;
+    if (!row_blocks_exact(first.op->creator, first.attrs, t.values[first.in[0]].aval, t.values[first.in[1]].aval,
+                          bias, static_cast<int>(groups[g].size())))
+      continue;
+    keep[g] = 1;
+    group_at[groups[g][0].node] = static_cast<int>(g);
+    for (size_t k = 0; k < groups[g].size(); ++k) {
+      block_of[groups[g][k].node] = static_cast<int>(k);
+      block_group[groups[g][k].node] = static_cast<int>(g);
+    }
+  }
+  if (std::find(keep.begin(), keep.end(), 1) == keep.end()) return nullptr;
+
+  AtomicSymbolCreator concat_op = nullptr, slice_op = nullptr;
+  if (NNGetOpHandle("Concat", &concat_op) != 0 || NNGetOpHandle("slice_axis", &slice_op) != 0) return nullptr;
+  const OpInfo* concat = &op_info(concat_op);
+  const OpInfo* slice = &op_info(slice_op);
+
+  auto out = std::make_shared<Trace>(t);
+  Trace& r = *out;
+  r.nodes.clear();
+  std::vector<int> new_id(N, -1), batched_result(groups.size(), -1);
+  auto add_value = [&](const AVal& a) {
+    Value v;
+    v.aval = a;
+    v.node = static_cast<int>(r.nodes.size());
+    r.values.push_back(v);
+    return static_cast<int>(r.values.size()) - 1;
+  };
+  auto add_node = [&](const OpInfo* op, std::vector<Attr> attrs, std::vector<int> in, int value, const Node& like) {
+    Node n;
+    n.op = op;
+    n.attrs = std::move(attrs);
+    n.in = std::move(in);
+    n.out = {value};
+    n.targets = {nullptr};
+    n.loc = like.loc;
+    n.position = like.position;
+    n.content = like.content;
+    r.nodes.push_back(std::move(n));
+  };
+  for (int i = 0; i < N; ++i) {
+    if (group_at[i] >= 0) {  // the batched call, where the group's first projection was
+      const std::vector<Projection>& g = groups[group_at[i]];
+      const Node& first = t.nodes[i];
+      AVal rows = t.values[first.in[0]].aval;
+      rows.dims[0] *= static_cast<int64_t>(g.size());
+      std::vector<int> data;
+      for (const Projection& p : g) data.push_back(p.data);
+      const int all = add_value(rows);
+      add_node(concat, {{"dim", "0"}, {"num_args", std::to_string(g.size())}}, data, all, first);
+      AVal result = t.values[first.out[0]].aval;
+      result.dims[0] *= static_cast<int64_t>(g.size());
+      const int whole = add_value(result);
+      std::vector<int> in = first.in;
+      in[0] = all;
+      add_node(first.op, first.attrs, in, whole, first);
+      batched_result[group_at[i]] = whole;
+    }
+    new_id[i] = static_cast<int>(r.nodes.size());
+    const Node& n = t.nodes[i];
+    if (block_of[i] < 0) {
+      r.nodes.push_back(n);
+      continue;
+    }
+    const int64_t rows = t.values[n.in[0]].aval.dims[0];
+    const int64_t begin = rows * block_of[i];
+    add_node(slice, {{"axis", "0"}, {"begin", std::to_string(begin)}, {"end", std::to_string(begin + rows)}},
+             {batched_result[block_group[i]]}, n.out[0], n);
+    ++*batched;
+  }
+  for (size_t v = 0; v < t.values.size(); ++v)
+    if (r.values[v].node >= 0) r.values[v].node = new_id[r.values[v].node];
+  return out;
+}
+
+}  // namespace minpy
