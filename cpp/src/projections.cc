@@ -62,47 +62,90 @@ bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vec
   return without_gil([&] { return MXNDArraySyncCopyToCPU(result, out->data(), out_size); }) == 0;
 }
 
+// The draws the check compares on. kWide: values of many magnitudes and both signs, so an
+// output summed in another order (or with and without FMA) differs in its last bits. kUnderflow:
+// subnormal inputs whose every product underflows to a signed zero, so outputs are zeros whose
+// signs show how the kernel accumulates: W4-like shapes agree, but 4 blocks of (2, 41) by (201, 41) agree on every
+// wide draw and give one +0 for a -0 in 1608 outputs of such a draw (found by a random search).
+enum class Draw { kWide, kUnderflow };
+
+class Trials {
+ public:
+  Trials(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data, const AVal& weight, bool bias,
+         int blocks)
+      : creator_(creator), data_(data), weight_(weight), bias_(bias), blocks_(blocks) {
+    for (const Attr& a : attrs) keys_.push_back(a.key.c_str()), vals_.push_back(a.val.c_str());
+    state_ ^= static_cast<uint64_t>(data.dims[0] * 1000003 + data.dims[1] * 1009 + weight.dims[0]);
+  }
+
+  // The blocks' results equal the whole call's rows, bit for bit, on one draw (false on any failure).
+  bool agree(Draw draw) {
+    const int64_t rows = data_.dims[0], in = data_.dims[1], out = weight_.dims[0];
+    std::vector<float> x(static_cast<size_t>(rows * blocks_ * in)), w(static_cast<size_t>(out * in)), b(out);
+    for (float& v : x) v = value(draw);
+    for (float& v : w) v = value(draw);
+    for (float& v : b) v = draw == Draw::kWide ? value(draw) : std::copysign(0.0f, value(draw));
+    Held held;
+    NDArrayHandle hw = array_of(weight_, w.data(), &held);
+    AVal bias_aval = weight_;
+    bias_aval.ndim = 1;
+    NDArrayHandle hb = bias_ ? array_of(bias_aval, b.data(), &held) : nullptr;
+    AVal all = data_;
+    all.dims[0] = rows * blocks_;
+    NDArrayHandle hx = array_of(all, x.data(), &held);
+    if (!hw || !hx || (bias_ && !hb)) return false;
+    auto inputs = [&](NDArrayHandle d) {
+      return bias_ ? std::vector<NDArrayHandle>{d, hw, hb} : std::vector<NDArrayHandle>{d, hw};
+    };
+    const size_t block_out = static_cast<size_t>(rows * out);
+    std::vector<float> whole, block;
+    if (!run_op(creator_, keys_, vals_, inputs(hx), block_out * blocks_, &whole, &held)) return false;
+    for (int k = 0; k < blocks_; ++k) {
+      NDArrayHandle hk = array_of(data_, x.data() + static_cast<size_t>(k * rows * in), &held);
+      if (!hk || !run_op(creator_, keys_, vals_, inputs(hk), block_out, &block, &held)) return false;
+      if (std::memcmp(block.data(), whole.data() + k * block_out, block_out * sizeof(float)) != 0) return false;
+    }
+    compared_ += block_out * blocks_;
+    return true;
+  }
+  size_t compared() const { return compared_; }
+
+ private:
+  AtomicSymbolCreator creator_;
+  AVal data_, weight_;
+  bool bias_;
+  int blocks_;
+  std::vector<const char*> keys_, vals_;
+  uint64_t state_ = 0x2545f4914f6cdd1dULL;
+  size_t compared_ = 0;
+
+  float value(Draw draw) {
+    state_ = mix64(state_);
+    const float unit = static_cast<float>(state_ >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+    if (draw == Draw::kUnderflow) return std::ldexp(unit, -130);  // subnormal: |x * w| < 2^-260 rounds to a signed zero
+    return std::ldexp(unit, static_cast<int>((state_ >> 8) % 9) - 4);
+  }
+};
+
+// Each draw repeated until 2^16 outputs were compared (at least 2 draws, at most 128: a shape of
+// few outputs has few chances per draw to show a difference).
 bool check_row_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
                       const AVal& weight, bool bias, int blocks) {
-  const int64_t rows = data.dims[0], in = data.dims[1], out = weight.dims[0];
-  // Values of many magnitudes and both signs: an output summed in another order differs.
-  uint64_t state = 0x2545f4914f6cdd1dULL ^ static_cast<uint64_t>(rows * 1000003 + in * 1009 + out);
-  auto random = [&] {
-    state = mix64(state);
-    const float unit = static_cast<float>(state >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
-    return std::ldexp(unit, static_cast<int>((state >> 8) % 9) - 4);
-  };
-  std::vector<float> x(static_cast<size_t>(rows * blocks * in)), w(static_cast<size_t>(out * in)), b(out);
-  for (float& v : x) v = random();
-  for (float& v : w) v = random();
-  for (float& v : b) v = random();
-
   RecordingPaused paused;  // no op of the user's autograd graph
-  std::vector<const char*> keys, vals;
-  for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
-  Held held;
-  NDArrayHandle hw = array_of(weight, w.data(), &held);
-  AVal bias_aval = weight;
-  bias_aval.ndim = 1;
-  NDArrayHandle hb = bias ? array_of(bias_aval, b.data(), &held) : nullptr;
-  AVal all = data;
-  all.dims[0] = rows * blocks;
-  NDArrayHandle hx = array_of(all, x.data(), &held);
-  if (!hw || !hx || (bias && !hb)) return false;
-  std::vector<float> whole, block;
-  const size_t block_out = static_cast<size_t>(rows * out);
-  if (!run_op(creator, keys, vals, bias ? std::vector<NDArrayHandle>{hx, hw, hb} : std::vector<NDArrayHandle>{hx, hw},
-              block_out * blocks, &whole, &held))
-    return false;
-  for (int k = 0; k < blocks; ++k) {
-    NDArrayHandle hk = array_of(data, x.data() + static_cast<size_t>(k * rows * in), &held);
-    if (!hk || !run_op(creator, keys, vals, bias ? std::vector<NDArrayHandle>{hk, hw, hb} : std::vector<NDArrayHandle>{hk, hw},
-                       block_out, &block, &held))
-      return false;
-    if (std::memcmp(block.data(), whole.data() + k * block_out, block_out * sizeof(float)) != 0) return false;
+  for (Draw draw : {Draw::kWide, Draw::kUnderflow}) {
+    Trials trials(creator, attrs, data, weight, bias, blocks);
+    for (int n = 0; n < 2 || (trials.compared() < (1u << 16) && n < 128); ++n)
+      if (!trials.agree(draw)) return false;
   }
   return true;
 }
+
+// Blocks of a multiple of 16 rows only. A random search over shapes (proj_fuzz: random row
+// counts, sizes and data, each block shape checked by row_blocks_exact first) found shapes of
+// other row counts that pass the check and still differ, rarely, in the sign of a zero on
+// subnormal data: 4 blocks of (2, 41) by (201, 41), 115 of 24 million outputs. With 16 and 32
+// rows none differed in over a billion outputs of the same draws.
+constexpr int64_t kRowMultiple = 16;
 
 struct Projection {
   int node;
@@ -148,6 +191,7 @@ std::shared_ptr<const Trace> batch_projections(const Trace& t, const std::vector
     const AVal& x = t.values[n.in[0]].aval;
     const AVal& y = t.values[n.out[0]].aval;
     if (x.ndim != 2 || y.ndim != 2 || x.dtype != 0 || y.dtype != 0 || t.values[n.in[1]].aval.ndim != 2) continue;
+    if (x.dims[0] % kRowMultiple != 0) continue;
     bool touched = false;
     for (int v : n.in) touched |= updated[v] != 0;
     if (touched) continue;

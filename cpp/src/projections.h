@@ -16,7 +16,8 @@
 // failure, keeps the projections apart.
 //
 // Batched only: traces run without autograd (a batched weight gradient would sum in another
-// order); float32 2-D data, each block's data made before the group's first projection (the
+// order); float32 2-D data of a multiple of 16 rows (projections.cc, kRowMultiple), each
+// block's data made before the group's first projection (the
 // batched call goes there, so no node moves); no input that a node of the trace updates in
 // place (aux states); results not written into an existing array (out=).
 #pragma once

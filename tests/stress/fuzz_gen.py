@@ -43,6 +43,8 @@ FLOAT = ("float32", "float64", "float16")
 NP_SEEDS = 8000000
 # From seed NP_OPERATOR_SEEDS on, the np family's operators also take Python scalars and divide.
 NP_OPERATOR_SEEDS = 9000000
+# From seed PROJECTION_SEEDS on, programs also use the projections family (batched projections).
+PROJECTION_SEEDS = 10440000
 NP_UNARY = ["tanh", "exp", "sin", "cos", "abs", "square", "negative", "sign", "floor", "ceil", "trunc",
             "arctan", "sinh", "expm1", "rint"]
 NP_UNARY_POS = ["sqrt", "log", "log1p", "log2", "cbrt", "reciprocal"]  # on abs(x) + 0.5
@@ -251,6 +253,8 @@ class Gen:
         ]
         if self.seed >= NP_SEEDS:
             f.append((4, self.f_np))
+        if self.seed >= PROJECTION_SEEDS:
+            f.append((2, self.f_projections))
         return f
 
     def statement(self):
@@ -410,6 +414,31 @@ class Gen:
             # (repros/mxnet_linalg_grad_add_reads_temp_space.py): its own family, a known area
             self.emit("%s = nd.linalg.gemm2(%s, %s, alpha=%s)" % (v.name, x.name, w.name, r.choice(CONSTS[:5])),
                       "linalg_add" if x.adds or w.adds else "matmul")
+
+    def f_projections(self):
+        """FullyConnected calls of one weight (and bias) on several arrays of one shape, none
+        reading another's result: a graph runs them as one call over all their rows where
+        MXNet's kernel gives the same bits (cpp/src/projections.h)."""
+        r = self.r
+        x = self.pick(lambda v: v.dtype == "float32" and len(v.shape) == 2,
+                      lambda: self.new_input(self.rand_shape(2), "float32"))
+        n, k = x.shape
+        m = r.randint(1, 6)
+        w = self.pick_float(shape=(m, k), dtype="float32")
+        b = self.pick_float(shape=(m,), dtype="float32") if r.random() < 0.8 else None
+        xs = [x] + [self.pick_float(shape=(n, k), dtype="float32") if r.random() < 0.5 else
+                    self.new_input((n, k), "float32") for _ in range(r.randint(1, 4))]
+        for xi in xs:
+            v = self.result((n, m), "float32", [xi, w] + ([b] if b else []))
+            if b is None:
+                self.emit("%s = nd.FullyConnected(%s, %s, num_hidden=%d, no_bias=True)" % (v.name, xi.name, w.name, m),
+                          "projections")
+            else:
+                self.emit("%s = nd.FullyConnected(%s, %s, %s, num_hidden=%d)" % (v.name, xi.name, w.name, b.name, m),
+                          "projections")
+            if r.random() < 0.5:  # read by a fusible op (in place, as a row block)
+                u = self.result((n, m), "float32", [v])
+                self.emit("%s = nd.tanh(%s) * %s" % (u.name, v.name, self.scalar()), "projections")
 
     def f_conv(self):
         r = self.r
