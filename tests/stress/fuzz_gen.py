@@ -420,8 +420,12 @@ class Gen:
         reading another's result: a graph runs them as one call over all their rows where
         MXNet's kernel gives the same bits (cpp/src/projections.h)."""
         r = self.r
-        x = self.pick(lambda v: v.dtype == "float32" and len(v.shape) == 2,
-                      lambda: self.new_input(self.rand_shape(2), "float32"))
+        if r.random() < 0.5:  # blocks of 16 rows: the ones batched (projections.cc, kRowMultiple)
+            x = self.pick(lambda v: v.dtype == "float32" and len(v.shape) == 2 and v.shape[0] == 16,
+                          lambda: self.new_input((16, r.randint(1, 5)), "float32"))
+        else:
+            x = self.pick(lambda v: v.dtype == "float32" and len(v.shape) == 2,
+                          lambda: self.new_input(self.rand_shape(2), "float32"))
         n, k = x.shape
         m = r.randint(1, 6)
         w = self.pick_float(shape=(m, k), dtype="float32")
