@@ -651,3 +651,34 @@ def test_write_into_a_slice_of_a_concat_result_fails_as_eagerly(isolated_runtime
             assert e == j
         else:
             assert np.array_equal(e.view(np.uint32), j.view(np.uint32))
+
+
+@pytest.mark.parametrize("second", ["minimum", "product"])
+def test_failed_autograd_grad_leaves_the_history_a_later_backward_uses(second, isolated_runtime):
+    # fuzz seed 10523464: autograd.grad(a13, [a12]) with a12 unreachable from a13 fails in MXNet
+    # ("Cannot differentiate with respect to the 1-th variable") and leaves the recorded graph in
+    # place; a later backward through the held a11 = tanh(a3) reaches a3 eagerly. The flush
+    # before the grad counted on it freeing that history (no retain_graph) and returned a11
+    # through BlockGrad: a3's gradient was 0. A backward given variables counts as retaining now.
+    def run(use_jit):
+        a3 = nd.array(rand(2, 3, seed=1))
+        a3.attach_grad()
+        a12 = nd.array(rand(2, 3, seed=2))
+        a12.attach_grad()
+        seen = []
+        with jit_or_eager(use_jit):
+            with autograd.record(train_mode=False):
+                a11 = nd.tanh(a3)
+                a13 = nd.minimum(a11, a11) if second == "minimum" else a11 * 1
+            try:
+                autograd.grad(a13, [a12])
+            except mx.MXNetError as e:
+                seen.append(("raised", type(e).__name__))
+            with autograd.record():
+                a18 = (a11 * 2).sum()
+            a18.backward()
+        return seen + [a3.grad, a12.grad, a11, a18]
+
+    eager, jitted = run(False), run(True)
+    assert eager[0] == ("raised", "MXNetError")
+    assert_same(eager, jitted)

@@ -192,10 +192,15 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
         if (!eager && backward_in_our_graph(ts, argv, nargs))
           return PyLong_FromLong(0);  // the C API's success: the gradients are in their buffers
         ++R->stats.backward_by_mxnet;
-        long n = 0, retain = 1;
+        long n = 0, retain = 1, variables = 0;
         if (nargs == 10 && int_arg(argv[0], &n) && n > 0 && int_arg(argv[5], &retain) &&
             !handle_array_arg(argv[1], n, &ts.backward_heads))
           ts.backward_heads.clear();
+        // autograd.grad(heads, variables) fails when a variable is unreachable from the heads,
+        // and leaves the graph's history in place: the flush must not count on this backward
+        // freeing it (fuzz seed 10523464: a held tanh result, returned through BlockGrad on
+        // that count, gave a later backward a zero gradient). So it counts as retaining.
+        if (nargs == 10 && int_arg(argv[3], &variables) && variables > 0) retain = 1;
         ts.backward_retains = retain != 0;
       }
       if (in_callback(ts)) {
