@@ -229,6 +229,24 @@ def test_row_slices_read_in_place_by_a_unit():
     assert "axis=0" in minpy_jit.graphs()[-1]["ir"] and minpy_jit.stats()["fused_kernels"] >= 2
 
 
+def test_one_row_slice_leaves_its_broadcasting_consumer_fused():
+    """A one-row slice (here one element) stays MXNet's op: as a row block it would start a unit
+    its broadcasting consumer joins and then fails to build, and that consumer's chain, fused
+    before row blocks existed, would run unfused."""
+    x = nd.array(rand(10, 1, seed=62))
+    y = nd.array(rand(4, 8, seed=63))
+
+    def program(x, y):
+        s = nd.slice_axis(x, axis=0, begin=3, end=4)
+        return nd.broadcast_mul(nd.tanh(y), s) + 1
+
+    want = program(x, y)
+    with minpy_jit.jit():
+        got = program(x, y)
+    assert_same(want, got)
+    assert minpy_jit.stats()["fused_ops"] == 3  # tanh, broadcast_mul, _plus_scalar
+
+
 def test_blocks_of_other_row_counts_are_not_batched():
     """Only blocks of a multiple of 16 rows are batched: 4 blocks of (2, 41) by (201, 41) pass the
     check on random and underflowing draws, yet on rare subnormal data (115 of 24 million

@@ -335,7 +335,11 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
       else if (k == "stable_params") R->cfg.stable_params = v.cast<bool>();
       else if (k == "direct_kernels") R->cfg.direct_kernels = v.cast<bool>();
-      else if (k == "batch_projections") R->cfg.batch_projections = v.cast<bool>();
+      else if (k == "batch_projections") {
+        bool b = v.cast<bool>();
+        if (b != R->cfg.batch_projections) R->cache.clear();  // as for fuse: graphs built the other way
+        R->cfg.batch_projections = b;
+      }
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
       else if (k == "track_source") R->cfg.track_source = v.cast<bool>();
@@ -393,14 +397,14 @@ PYBIND11_MODULE(_core, m) {
   register_fragment_api(m);
   // Whether FullyConnected (float32, cpu) computes `blocks` blocks of `rows` rows by a (out, in)
   // weight bit for bit as one call (projections.h): for tests and benchmarks.
-  m.def("row_blocks_exact", [](int64_t rows, int64_t in, int64_t out, int blocks, bool bias) {
+  m.def("row_blocks_exact", [](int64_t rows, int64_t in, int64_t out, int blocks, bool bias, bool training) {
     AtomicSymbolCreator fc = nullptr;
     MX_CALL(NNGetOpHandle("FullyConnected", &fc));
     AVal data, weight;
     data.ndim = weight.ndim = 2;
     data.dims[0] = rows, data.dims[1] = in, weight.dims[0] = out, weight.dims[1] = in;
     std::vector<Attr> attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
-    return row_blocks_exact(fc, attrs, data, weight, bias, blocks);
-  });
+    return row_blocks_exact(fc, attrs, data, weight, bias, blocks, training);
+  }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("blocks"), py::arg("bias"), py::arg("training") = false);
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

@@ -93,7 +93,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     try {
       g = lower(rewritten ? *rewritten : trace, outputs, known_nondiff, fuse);
       g.trace = rewritten;
-    } catch (const std::logic_error&) {  // a rewrite that made the graph cyclic costs speed, never the graph
+    } catch (const std::exception&) {  // a rewrite that made the graph cyclic (or unlowerable) costs speed only
       if (!rewritten) throw;
       g = lower(trace, outputs, known_nondiff, fuse);
     }

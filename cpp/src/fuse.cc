@@ -128,8 +128,9 @@ bool row_block(const Trace& t, const Node& n) {
   const Value& in = t.values[n.in[0]];
   if (in.aval.ndim != 2 || axis_of(n, "0", 2) != 0) return false;
   if (in.node >= 0 && rules().count(t.nodes[in.node].op->name)) return false;
-  const int64_t begin = std::atoll(attr(n, "begin", "0").c_str());
-  return begin >= 0 && begin + t.values[n.out[0]].aval.dims[0] <= in.aval.dims[0];
+  const int64_t begin = std::atoll(attr(n, "begin", "0").c_str()), rows = t.values[n.out[0]].aval.dims[0];
+  // one row would broadcast over its consumer's rows: left to MXNet, so that consumer still fuses
+  return rows > 1 && begin >= 0 && begin + rows <= in.aval.dims[0];
 }
 
 // The node's kind if our kernels can run it, else kNone. Under autograd recording only

@@ -34,9 +34,10 @@ namespace minpy {
 std::shared_ptr<const Trace> batch_projections(const Trace& t, const std::vector<char>& live, int* batched);
 
 // Whether MXNet's FullyConnected (`creator`, `attrs`) computes `blocks` row blocks of `data`
-// (rows, in) by `weight` (out, in) bit for bit as one call on all their rows: checked on
-// random data once per process and shape (the answer is cached).
+// (rows, in) by `weight` (out, in) bit for bit as one call on all their rows, with the
+// training flag `training` (oneDNN's forward differs by it): checked on random data once per
+// process and shape (the answer is cached).
 bool row_blocks_exact(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
-                      const AVal& weight, bool bias, int blocks);
+                      const AVal& weight, bool bias, int blocks, bool training);
 
 }  // namespace minpy
