@@ -87,13 +87,22 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     for (size_t i = 0; i < trace.nodes.size(); ++i)
       if (trace.recorded_node(i) && known_nondiff.count(trace.nodes[i].op->name))
         throw MXError("operator " + trace.nodes[i].op->name + " has no gradient: recorded ops replayed one by one");
+    // Our rewrites (projections.h) cost speed at worst, never the graph: any failure in them or
+    // in lowering what they made (a cycle) lowers the recorded trace.
     int batched = 0;
-    std::shared_ptr<const Trace> rewritten = fuse && R->cfg.batch_projections ? batch_projections(trace, live_nodes(trace, outputs), &batched) : nullptr;
+    std::shared_ptr<const Trace> rewritten;
+    if (fuse && R->cfg.batch_projections) {
+      try {
+        rewritten = batch_projections(trace, live_nodes(trace, outputs), &batched);
+      } catch (const std::exception&) {
+        rewritten = nullptr;
+      }
+    }
     LoweredGraph g;
     try {
       g = lower(rewritten ? *rewritten : trace, outputs, known_nondiff, fuse);
       g.trace = rewritten;
-    } catch (const std::exception&) {  // a rewrite that made the graph cyclic (or unlowerable) costs speed only
+    } catch (const std::exception&) {
       if (!rewritten) throw;
       g = lower(trace, outputs, known_nondiff, fuse);
     }

@@ -191,8 +191,9 @@ bool row_blocks_exact(AtomicSymbolCreator creator, const std::vector<Attr>& attr
                       const AVal& weight, bool bias, int blocks, bool training) {
   static std::mutex mu;
   static std::map<std::string, bool> known;
-  const std::string key = canonical_attrs(attrs) + data.shape_str() + weight.shape_str() + ctx_str(data.dev_type, data.dev_id) +
-                          (bias ? "b" : "") + "x" + std::to_string(blocks) + (training ? "t" : "");
+  const std::string key = canonical_attrs(attrs) + data.shape_str() + weight.shape_str() +
+                          ctx_str(data.dev_type, data.dev_id) + (bias ? "b" : "") + "x" + std::to_string(blocks) +
+                          (training ? "t" : "");
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = known.find(key);

@@ -12,14 +12,15 @@
 // the kernel library decides by shape (oneDNN on this machine kind: yes for 50 x (16, 64) by
 // (512, 64), no for 8 x (64, 784) by (256, 784)). So every shape is checked once per process
 // before it is batched (row_blocks_exact): MXNet's own operator, on random data on the graph's
-// context, run on each block alone and on all rows at once; a bit that differs, or any
-// failure, keeps the projections apart.
+// context under its training flag, run on each block alone and on all rows at once; a bit
+// that differs, or any failure, keeps the projections apart (projections.cc, check_row_blocks:
+// which draws, and how many).
 //
 // Batched only: traces run without autograd (a batched weight gradient would sum in another
 // order); float32 2-D data of a multiple of 16 rows (projections.cc, kRowMultiple), each
-// block's data made before the group's first projection (the
-// batched call goes there, so no node moves); no input that a node of the trace updates in
-// place (aux states); results not written into an existing array (out=).
+// block's data made before the group's first projection (the batched call goes there, so no
+// node moves); no input that a node of the trace updates in place (aux states); results not
+// written into an existing array (out=).
 #pragma once
 #include <memory>
 #include <vector>
