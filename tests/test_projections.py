@@ -14,7 +14,7 @@ from mxnet.gluon import rnn
 
 import minpy_jit
 from minpy_jit import _core
-from conftest import assert_same, rand
+from conftest import assert_same, rand, run_both
 
 pytestmark = pytest.mark.usefixtures("whole_traces", "isolated_runtime")
 
@@ -51,10 +51,7 @@ def test_lstm_input_projections_batched_in_jit():
     cell = lstm(128, 64)
     xs = [nd.array(rand(16, 64, seed=t)) for t in range(12)]
     h0, c0 = nd.array(rand(16, 128, seed=50)), nd.array(rand(16, 128, seed=51))
-    want = cell_loop(cell, xs, h0, c0)
-    with minpy_jit.jit():
-        got = cell_loop(cell, xs, h0, c0)
-    assert_same(want, got)
+    assert_same(*run_both(cell_loop, cell, xs, h0, c0))
     exact = _core.row_blocks_exact(16, 64, 512, 12, True)
     assert batched_in_last_graph() == (12 if exact else 0)
     if exact:
@@ -94,10 +91,7 @@ def test_gru_projections_with_results_read_by_other_ops():
         return sums + [h]
 
     h0 = nd.array(rand(16, 32, seed=6))
-    want = program(xs, h0)
-    with minpy_jit.jit():
-        got = program(xs, h0)
-    assert_same(want, got)
+    assert_same(*run_both(program, xs, h0))
     expect = 6 * _core.row_blocks_exact(16, 64, 96, 6, True) + 6 * _core.row_blocks_exact(16, 64, 48, 6, True)
     assert batched_in_last_graph() == expect
 
@@ -112,10 +106,7 @@ def test_shape_whose_blocks_differ_is_not_batched():
     def program(xs):
         return [nd.relu(nd.FullyConnected(x, w, b, num_hidden=256)) * 0.5 for x in xs]
 
-    want = program(xs)
-    with minpy_jit.jit():
-        got = program(xs)
-    assert_same(want, got)
+    assert_same(*run_both(program, xs))
     exact = _core.row_blocks_exact(64, 784, 256, 8, True)
     assert batched_in_last_graph() == (8 if exact else 0)
     if not exact:
@@ -137,10 +128,7 @@ def test_only_data_made_before_the_first_projection_joins():
             late.append(nd.FullyConnected(nd.relu(r), w, num_hidden=48, no_bias=True) * 2)
         return outs + late
 
-    want = program(raws)
-    with minpy_jit.jit():
-        got = program(raws)
-    assert_same(want, got)
+    assert_same(*run_both(program, raws))
     exact = _core.row_blocks_exact(16, 20, 48, 5, False)
     assert batched_in_last_graph() == (5 if exact else 0)
     if exact:
@@ -163,10 +151,7 @@ def test_data_written_in_place_after_its_projection():
         return y1 + y2 + y3, x1, x2, dst
 
     args = [rand(16, 12, seed=13), rand(16, 12, seed=14), rand(16, 12, seed=15), rand(16, 16, seed=16)]
-    want = program(*[nd.array(a) for a in args])
-    with minpy_jit.jit():
-        got = program(*[nd.array(a) for a in args])
-    assert_same(want, got)
+    assert_same(*run_both(program, *[nd.array(a) for a in args]))
     assert batched_in_last_graph() == (3 if _core.row_blocks_exact(16, 12, 16, 3, True) else 0)
 
 
@@ -184,10 +169,7 @@ def test_projections_under_autograd_are_not_batched():
         loss.backward()
         return loss, w.grad.copy(), b.grad.copy()
 
-    want = step()
-    with minpy_jit.jit():
-        got = step()
-    assert_same(want, got)
+    assert_same(*run_both(step))
     assert all(g["batched_projections"] == 0 for g in minpy_jit.graphs())
 
 
@@ -196,14 +178,15 @@ def test_turned_off(option):
     """config(batch_projections=False), or fuse=False (every graph rewrite of ours), batches nothing."""
     w, b = nd.array(rand(16, 8, seed=19)), nd.array(rand(16, seed=20))
     xs = [nd.array(rand(16, 8, seed=50 + t)) for t in range(3)]
-    want = [nd.FullyConnected(x, w, b, num_hidden=16) for x in xs]
+
+    def program(xs):
+        return [nd.FullyConnected(x, w, b, num_hidden=16) for x in xs]
+
     batched = {}
     for on in (True, False):
         minpy_jit.config(**{option: on})
         minpy_jit.clear_cache()
-        with minpy_jit.jit():
-            got = [nd.FullyConnected(x, w, b, num_hidden=16) for x in xs]
-        assert_same(want, got)
+        assert_same(*run_both(program, xs))
         batched[on] = batched_in_last_graph()
     assert batched == {True: 3 if _core.row_blocks_exact(16, 8, 16, 3, True) else 0, False: 0}
 
@@ -222,10 +205,7 @@ def test_row_slices_read_in_place_by_a_unit():
         b = nd.broadcast_mul(nd.sigmoid(y), one) - 1
         return a, b, nd.sigmoid(nd.slice_axis(x, axis=0, begin=0, end=4) + 0.5)
 
-    want = program(x, y)
-    with minpy_jit.jit():
-        got = program(x, y)
-    assert_same(want, got)
+    assert_same(*run_both(program, x, y))
     assert "axis=0" in minpy_jit.graphs()[-1]["ir"] and minpy_jit.stats()["fused_kernels"] >= 2
 
 
@@ -240,10 +220,7 @@ def test_one_row_slice_leaves_its_broadcasting_consumer_fused():
         s = nd.slice_axis(x, axis=0, begin=3, end=4)
         return nd.broadcast_mul(nd.tanh(y), s) + 1
 
-    want = program(x, y)
-    with minpy_jit.jit():
-        got = program(x, y)
-    assert_same(want, got)
+    assert_same(*run_both(program, x, y))
     assert minpy_jit.stats()["fused_ops"] == 3  # tanh, broadcast_mul, _plus_scalar
 
 
@@ -256,8 +233,9 @@ def test_blocks_of_other_row_counts_are_not_batched():
     tiny = np.float32(1e-39)
     w = nd.array(rng.standard_normal((201, 41)).astype(np.float32) * tiny)
     xs = [nd.array(rng.standard_normal((2, 41)).astype(np.float32) * tiny) for _ in range(4)]
-    want = [nd.FullyConnected(x, w, num_hidden=201, no_bias=True) for x in xs]
-    with minpy_jit.jit():
-        got = [nd.FullyConnected(x, w, num_hidden=201, no_bias=True) for x in xs]
-    assert_same(want, got)
+
+    def program(xs):
+        return [nd.FullyConnected(x, w, num_hidden=201, no_bias=True) for x in xs]
+
+    assert_same(*run_both(program, xs))
     assert batched_in_last_graph() == 0

@@ -194,13 +194,8 @@ Trial trial_run(const OpInfo& op, std::vector<const char*> keys, std::vector<con
   if (total > kTrialMaxBytes) return Trial::kSkipped;
   if (errors_may_be_pending()) return Trial::kDeferred;
 
-  std::vector<NDArrayHandle> held;
-  struct Free {
-    std::vector<NDArrayHandle>* hs;
-    ~Free() {
-      for (auto h : *hs) MXNDArrayFree(h);
-    }
-  } free_all{&held};
+  OwnedArrays owned;  // every input and result, freed on return
+  std::vector<NDArrayHandle>& held = owned.handles;
   std::vector<NDArrayHandle> inputs;
   std::vector<char> data;
   for (const AVal* a : ins)

@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "aval.h"
 
@@ -37,6 +38,17 @@ inline void mx_check(int rc, const char* what) {
   }
 }
 #define MX_CALL(expr) ::minpy::mx_check((expr), #expr)
+
+// Arrays our runtime makes for itself (trial runs, checks), freed when it goes.
+struct OwnedArrays {
+  std::vector<NDArrayHandle> handles;
+  OwnedArrays() = default;
+  OwnedArrays(const OwnedArrays&) = delete;
+  OwnedArrays& operator=(const OwnedArrays&) = delete;
+  ~OwnedArrays() {
+    for (NDArrayHandle h : handles) MXNDArrayFree(h);
+  }
+};
 
 // Autograd recording off while it lives: ops our runtime runs for itself (trial runs, checks)
 // are no part of the user's autograd graph.

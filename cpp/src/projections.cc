@@ -24,15 +24,7 @@ std::string canonical_attrs(std::vector<Attr> attrs) {
   return s;
 }
 
-// Arrays made for the check, freed when it ends.
-struct Held {
-  std::vector<NDArrayHandle> handles;
-  ~Held() {
-    for (NDArrayHandle h : handles) MXNDArrayFree(h);
-  }
-};
-
-NDArrayHandle array_of(const AVal& a, const float* data, Held* held) {
+NDArrayHandle array_of(const AVal& a, const float* data, OwnedArrays* held) {
   uint32_t dims[AVal::kMaxDim];
   for (int i = 0; i < a.ndim; ++i) dims[i] = static_cast<uint32_t>(a.dims[i]);
   NDArrayHandle h = nullptr;
@@ -44,7 +36,7 @@ NDArrayHandle array_of(const AVal& a, const float* data, Held* held) {
 }
 
 // A (rows, in) view of 1-D `flat` from element `start` on (null on failure).
-NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, Held* held) {
+NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, OwnedArrays* held) {
   NDArrayHandle part = nullptr, shaped = nullptr;
   if (MXNDArraySlice64(flat, start, start + rows * in, &part) != 0) return nullptr;
   held->handles.push_back(part);
@@ -56,7 +48,7 @@ NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_
 
 // MXNet's operator on `inputs`, its first result copied into `out` (false on any failure).
 bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
-            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, Held* held) {
+            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
   int n_out = 0;
   NDArrayHandle* results = nullptr;
   NDArrayHandle result = nullptr;
@@ -97,7 +89,7 @@ class Trials {
     for (float& v : x) v = value(draw);
     for (float& v : w) v = value(draw);
     for (float& v : b) v = draw == Draw::kWide ? value(draw) : std::copysign(0.0f, value(draw));
-    Held held;
+    OwnedArrays held;
     NDArrayHandle hw = array_of(weight_, w.data(), &held);
     AVal bias_aval = weight_;
     bias_aval.ndim = 1;
@@ -180,11 +172,6 @@ bool check_row_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attr
 // rows none differed in over a billion outputs of the same draws.
 constexpr int64_t kRowMultiple = 16;
 
-struct Projection {
-  int node;
-  int data;
-};
-
 }  // namespace
 
 bool row_blocks_exact(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
@@ -216,7 +203,7 @@ std::shared_ptr<const Trace> batch_projections(const Trace& t, const std::vector
 
   // Groups by weight, bias, attributes and data aval, in order of their first projection.
   std::map<std::string, int> group_of_key;
-  std::vector<std::vector<Projection>> groups;
+  std::vector<std::vector<int>> groups;  // the projections' node ids
   for (int i = 0; i < N; ++i) {
     const Node& n = t.nodes[i];
     if (!live[i] || n.op->name != "FullyConnected" || n.out.size() != 1 || !n.mutated.empty()) continue;
@@ -235,31 +222,31 @@ std::shared_ptr<const Trace> batch_projections(const Trace& t, const std::vector
     auto it = group_of_key.find(key);
     if (it == group_of_key.end()) {
       group_of_key[key] = static_cast<int>(groups.size());
-      groups.push_back({{i, n.in[0]}});
+      groups.push_back({i});
       continue;
     }
-    std::vector<Projection>& g = groups[it->second];
-    if (t.values[n.in[0]].node < g[0].node) g.push_back({i, n.in[0]});  // its data exists before the first one
+    std::vector<int>& g = groups[it->second];
+    if (t.values[n.in[0]].node < g[0]) g.push_back(i);  // its data exists before the first one
   }
 
   // Per node: its block and its group; per first node of a group: the group.
   std::vector<int> block_of(N, -1), block_group(N, -1), group_at(N, -1);
-  std::vector<char> keep(groups.size(), 0);
+  bool any = false;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].size() < 2) continue;
-    const Node& first = t.nodes[groups[g][0].node];
+    const Node& first = t.nodes[groups[g][0]];
     const bool bias = first.in.size() == 3;
     if (!row_blocks_exact(first.op->creator, first.attrs, t.values[first.in[0]].aval, t.values[first.in[1]].aval,
                           bias, static_cast<int>(groups[g].size()), t.training))
       continue;
-    keep[g] = 1;
-    group_at[groups[g][0].node] = static_cast<int>(g);
+    any = true;
+    group_at[groups[g][0]] = static_cast<int>(g);
     for (size_t k = 0; k < groups[g].size(); ++k) {
-      block_of[groups[g][k].node] = static_cast<int>(k);
-      block_group[groups[g][k].node] = static_cast<int>(g);
+      block_of[groups[g][k]] = static_cast<int>(k);
+      block_group[groups[g][k]] = static_cast<int>(g);
     }
   }
-  if (std::find(keep.begin(), keep.end(), 1) == keep.end()) return nullptr;
+  if (!any) return nullptr;
 
   AtomicSymbolCreator concat_op = nullptr, slice_op = nullptr;
   if (NNGetOpHandle("Concat", &concat_op) != 0 || NNGetOpHandle("slice_axis", &slice_op) != 0) return nullptr;
@@ -291,12 +278,12 @@ std::shared_ptr<const Trace> batch_projections(const Trace& t, const std::vector
   };
   for (int i = 0; i < N; ++i) {
     if (group_at[i] >= 0) {  // the batched call, where the group's first projection was
-      const std::vector<Projection>& g = groups[group_at[i]];
+      const std::vector<int>& g = groups[group_at[i]];
       const Node& first = t.nodes[i];
       AVal rows = t.values[first.in[0]].aval;
       rows.dims[0] *= static_cast<int64_t>(g.size());
       std::vector<int> data;
-      for (const Projection& p : g) data.push_back(p.data);
+      for (int p : g) data.push_back(t.nodes[p].in[0]);
       const int all = add_value(rows);
       add_node(concat, {{"dim", "0"}, {"num_args", std::to_string(g.size())}}, data, all, first);
       AVal result = t.values[first.out[0]].aval;
