@@ -78,6 +78,11 @@ def config(**options):
           rows, where MXNet's kernel gives every row the same bits either way (checked once per
           shape; default True, with fuse; graphs()' 'batched_projections' counts them). Applies
           to graphs compiled after the change (clear_cache() to rebuild)
+    fc_kernels: FullyConnected on float32 2-D data in graphs MXNet's autograd does not record
+          (a step whose backward() is in the graph included) runs, forward and backward, in our
+          kernels on every core, where they give MXNet's bits: each shape is checked once per
+          process against MXNet's operator on random data (default True, with fuse; graphs()'
+          'fc_kernels' counts them; changing it empties the cache)
     stable_params: inputs of a compiled graph that are the same arrays run after run (weights,
           a fixed batch) are bound as parameters of the graph, as a hybridized block binds its
           weights, so MXNet sets up the operators reading them once (default True; MXNet

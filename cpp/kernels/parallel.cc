@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -45,7 +46,7 @@ struct Job {
   void* ctx;
   int64_t n, chunk;
   std::atomic<int64_t> next{0};
-  int joined = 0;  // helpers running chunks of this job (under Pool::mu)
+  std::atomic<int> joined{0};  // helpers running chunks of this job (changed under Pool::mu)
 
   void run() {
     for (int64_t k = next.fetch_add(chunk); k < n; k = next.fetch_add(chunk)) body(ctx, k, std::min(n, k + chunk));
@@ -67,13 +68,20 @@ class Pool {
       start_helpers(threads - 1);
       job_ = &job;
       wanted_ = threads - 1;
+      posted_.fetch_add(1, std::memory_order_release);
     }
     parallel_calls.fetch_add(1, std::memory_order_relaxed);
     wake_.notify_all();
     job.run();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = nullptr;  // a helper that looks from here on finds nothing to join
+    }
+    // A joined helper is at most one chunk from done: wait for it awake first (a sleeping
+    // wait costs a wake-up, tens of microseconds on these machines, per call).
+    spin_until([&job] { return job.joined.load(std::memory_order_acquire) == 0; }, kJoinSpinNs);
     std::unique_lock<std::mutex> lock(mu_);
-    job_ = nullptr;  // a helper that wakes from here on finds nothing to join
-    done_.wait(lock, [&job] { return job.joined == 0; });
+    done_.wait(lock, [&job] { return job.joined.load() == 0; });
     busy_ = false;
   }
 
@@ -92,6 +100,15 @@ class Pool {
   void helper() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
+      if (!(job_ != nullptr && wanted_ > 0)) {
+        // Awake a little before sleeping: a graph's kernels often call again within
+        // microseconds (W3's six GEMMs a step, W4's fifty), and waking a sleeping helper
+        // takes tens of them. Bounded, so an idle helper soon stops taking a core.
+        const uint64_t seen = posted_.load(std::memory_order_acquire);
+        lock.unlock();
+        spin_until([this, seen] { return posted_.load(std::memory_order_acquire) != seen; }, kIdleSpinNs);
+        lock.lock();
+      }
       wake_.wait(lock, [this] { return job_ != nullptr && wanted_ > 0; });
       Job* job = job_;
       --wanted_;
@@ -103,6 +120,18 @@ class Pool {
     }
   }
 
+  // Spins until `done()` or `ns` nanoseconds passed.
+  template <class Done>
+  static void spin_until(Done done, int64_t ns) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    for (int i = 0; !done(); ++i) {
+      __builtin_ia32_pause();
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > end) return;
+    }
+  }
+  static constexpr int64_t kIdleSpinNs = 100000, kJoinSpinNs = 50000;
+
+  std::atomic<uint64_t> posted_{0};  // jobs posted so far: what a spinning helper watches
   std::mutex mu_;
   std::condition_variable wake_, done_;
   Job* job_ = nullptr;

@@ -217,6 +217,7 @@ py::list graphs() {
     d["json"] = e->json;
     d["nodes"] = e->num_nodes;
     d["batched_projections"] = e->batched_projections;
+    d["fc_kernels"] = e->fc_kernels;
     {
       std::lock_guard<std::mutex> lock(e->run_mu);  // Executor::params is the runs' state
       d["param_inputs"] = e->params.op ? std::count(e->params.stable.begin(), e->params.stable.end(), 1) : 0;
@@ -335,10 +336,10 @@ PYBIND11_MODULE(_core, m) {
       else if (k == "direct_updates") R->cfg.direct_updates = v.cast<bool>();
       else if (k == "stable_params") R->cfg.stable_params = v.cast<bool>();
       else if (k == "direct_kernels") R->cfg.direct_kernels = v.cast<bool>();
-      else if (k == "batch_projections") {
-        bool b = v.cast<bool>();
-        if (b != R->cfg.batch_projections) R->cache.clear();  // as for fuse: graphs built the other way
-        R->cfg.batch_projections = b;
+      else if (k == "batch_projections" || k == "fc_kernels") {
+        bool& flag = k == "fc_kernels" ? R->cfg.fc_kernels : R->cfg.batch_projections;
+        if (v.cast<bool>() != flag) R->cache.clear();  // as for fuse: graphs built the other way
+        flag = v.cast<bool>();
       }
       else if (k == "cache_size") R->cache.set_capacity(v.cast<size_t>());
       else if (k == "recompile_limit") R->cfg.recompile_limit = v.cast<int>();
@@ -366,6 +367,7 @@ PYBIND11_MODULE(_core, m) {
     d["stable_params"] = R->cfg.stable_params;
     d["direct_kernels"] = R->cfg.direct_kernels;
     d["batch_projections"] = R->cfg.batch_projections;
+    d["fc_kernels"] = R->cfg.fc_kernels;
     d["cache_size"] = R->cache.capacity();
     d["recompile_limit"] = R->cfg.recompile_limit;
     d["track_source"] = R->cfg.track_source;

@@ -27,6 +27,7 @@ struct Executor {
   int num_nodes = 0;
   int fused_kernels = 0, fused_ops = 0;  // calls of our kernels per run, and the recorded ops they replace
   int batched_projections = 0;  // FullyConnected calls run as row blocks of one call (projections.h)
+  int fc_kernels = 0;  // FullyConnected calls run by our kernels on both cores (exact_fc.h)
   double compile_ms = 0;
   uint64_t runs = 0;
   Key128 key;

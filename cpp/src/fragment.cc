@@ -1239,6 +1239,7 @@ py::dict variant_info(FragmentState& F, Variant& v, bool compile_graph) {
   d["compile_error"] = v.compile_error;
   d["ir"] = v.exe ? v.exe->ir : std::string();
   d["batched_projections"] = v.exe ? v.exe->batched_projections : 0;
+  d["fc_kernels"] = v.exe ? v.exe->fc_kernels : 0;
   d["graph_nodes"] = v.exe ? v.exe->num_nodes : 0;
   // the steps, for to_python (same form as graphs()' entries)
   py::list steps;

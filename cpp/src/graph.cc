@@ -5,9 +5,11 @@
 #include <stdexcept>
 
 #include "backward.h"
+#include "exact_fc.h"
 #include "grad_graph.h"
 #include "json.h"
 #include "mxapi.h"
+#include "runtime.h"
 #include "updates.h"
 
 namespace minpy {
@@ -171,6 +173,7 @@ bool read_through_copy(const Trace& t, const Node& n) {
 LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
                    const std::unordered_set<std::string>& nondifferentiable, bool fuse) {
   LoweredGraph g;
+  const bool fc_kernels = fuse && R->cfg.fc_kernels;
   std::vector<char> live = live_nodes(t, outputs);
   std::vector<std::vector<int>> deps = control_edges(t, live, outputs);
   const int N = static_cast<int>(t.nodes.size());
@@ -332,13 +335,19 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       }
     }
     const std::string name = name_of(u);
-    begin_node(fused ? fu->op.c_str() : graph_op_name(t, *node), name);
+    // A FullyConnected our kernels compute bit for bit on both cores (exact_fc.h): not where
+    // MXNet's autograd records the graph (our backward writes, never adds, its gradients).
+    const std::vector<Attr> fc_attrs =
+        !fused && fc_kernels && !t.runs_recorded() ? fc_kernel_attrs(t, *node) : std::vector<Attr>{};
+    const bool our_fc = !fc_attrs.empty();
+    begin_node(fused ? fu->op.c_str() : our_fc ? "_minpy_fc" : graph_op_name(t, *node), name);
+    const std::vector<Attr>& node_attrs = our_fc ? fc_attrs : attrs;
     nodes += ",\"attrs\":{";
-    for (size_t a = 0; a < attrs.size(); ++a) {
+    for (size_t a = 0; a < node_attrs.size(); ++a) {
       if (a) nodes += ',';
-      append_json_string(nodes, attrs[a].key);
+      append_json_string(nodes, node_attrs[a].key);
       nodes += ':';
-      append_json_string(nodes, attrs[a].val);
+      append_json_string(nodes, node_attrs[a].val);
     }
     nodes += "},\"inputs\":[";
     for (size_t i = 0; i < in.size(); ++i) {
@@ -357,6 +366,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     json_of_unit[u] = id;
     g.items.push_back(u);
     ++g.num_nodes;
+    g.fc_kernels += our_fc ? 1 : 0;
     if (fused || node->op->ours) {
       ++g.kernel_calls;
       g.kernel_ops += fused ? static_cast<int>(fu->members.size()) : 1;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernel_check.h"
 #include "mxapi.h"
 #include "mxparse.h"
 #include "nogil.h"
@@ -16,69 +17,20 @@ namespace minpy {
 
 namespace {
 
-// The attributes as one string, whatever order the call gave them in.
-std::string canonical_attrs(std::vector<Attr> attrs) {
-  std::sort(attrs.begin(), attrs.end(), [](const Attr& a, const Attr& b) { return a.key < b.key; });
-  std::string s;
-  for (const Attr& a : attrs) s += a.key + "=" + a.val + ";";
-  return s;
-}
-
-NDArrayHandle array_of(const AVal& a, const float* data, OwnedArrays* held) {
-  uint32_t dims[AVal::kMaxDim];
-  for (int i = 0; i < a.ndim; ++i) dims[i] = static_cast<uint32_t>(a.dims[i]);
-  NDArrayHandle h = nullptr;
-  if (MXNDArrayCreateEx(dims, a.ndim, a.dev_type, a.dev_id, 0, a.dtype, &h) != 0) return nullptr;
-  held->handles.push_back(h);
-  const size_t n = static_cast<size_t>(a.size());
-  if (without_gil([&] { return MXNDArraySyncCopyFromCPU(h, data, n); }) != 0) return nullptr;
-  return h;
-}
-
-// A (rows, in) view of 1-D `flat` from element `start` on (null on failure).
-NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, OwnedArrays* held) {
-  NDArrayHandle part = nullptr, shaped = nullptr;
-  if (MXNDArraySlice64(flat, start, start + rows * in, &part) != 0) return nullptr;
-  held->handles.push_back(part);
-  int64_t dims[2] = {rows, in};
-  if (MXNDArrayReshape64(part, 2, dims, false, &shaped) != 0) return nullptr;
-  held->handles.push_back(shaped);
-  return shaped;
-}
-
-// MXNet's operator on `inputs`, its first result copied into `out` (false on any failure).
-bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
-            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
-  int n_out = 0;
-  NDArrayHandle* results = nullptr;
-  NDArrayHandle result = nullptr;
-  const int rc = without_gil([&] {
-    int r = MXImperativeInvoke(creator, static_cast<int>(inputs.size()), inputs.data(), &n_out, &results,
-                               static_cast<int>(keys.size()), keys.data(), vals.data());
-    if (r == 0 && n_out >= 1) result = results[0];  // MXNet's thread-local list: read at once
-    for (int i = 1; r == 0 && i < n_out; ++i) held->handles.push_back(results[i]);
-    return r;
-  });
-  if (rc != 0 || !result) return false;
-  held->handles.push_back(result);
-  out->resize(out_size);
-  return without_gil([&] { return MXNDArraySyncCopyToCPU(result, out->data(), out_size); }) == 0;
-}
-
-// The draws the check compares on. kWide: values of many magnitudes and both signs, so an
-// output summed in another order (or with and without FMA) differs in its last bits. kUnderflow:
-// subnormal inputs whose every product underflows to a signed zero, so outputs are zeros whose
-// signs show how the kernel accumulates: W4-like shapes agree, but 4 blocks of (2, 41) by (201, 41) agree on every
-// wide draw and give one +0 for a -0 in 1608 outputs of such a draw (found by a random search).
-enum class Draw { kWide, kUnderflow };
-
+// Draws (kernel_check.h): W4-like shapes agree on underflow draws, but 4 blocks of (2, 41) by
+// (201, 41) agree on every wide draw and give one +0 for a -0 in 1608 outputs of such a draw
+// (found by a random search).
 class Trials {
  public:
   Trials(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data, const AVal& weight, bool bias,
          int blocks)
-      : creator_(creator), data_(data), weight_(weight), bias_(bias), blocks_(blocks) {
+      : creator_(creator),
+        data_(data),
+        weight_(weight),
+        bias_(bias),
+        blocks_(blocks),
+        draws_(static_cast<uint64_t>(data.dims[0] * 1000003 + data.dims[1] * 1009 + weight.dims[0])) {
     for (const Attr& a : attrs) keys_.push_back(a.key.c_str()), vals_.push_back(a.val.c_str());
-    state_ ^= static_cast<uint64_t>(data.dims[0] * 1000003 + data.dims[1] * 1009 + weight.dims[0]);
   }
 
   // The blocks' results equal the whole call's rows, bit for bit, on one draw (false on any
@@ -86,9 +38,9 @@ class Trials {
   bool agree(Draw draw, bool unaligned) {
     const int64_t rows = data_.dims[0], in = data_.dims[1], out = weight_.dims[0];
     std::vector<float> x(static_cast<size_t>(rows * blocks_ * in)), w(static_cast<size_t>(out * in)), b(out);
-    for (float& v : x) v = value(draw);
-    for (float& v : w) v = value(draw);
-    for (float& v : b) v = draw == Draw::kWide ? value(draw) : std::copysign(0.0f, value(draw));
+    for (float& v : x) v = draws_.value(draw);
+    for (float& v : w) v = draws_.value(draw);
+    for (float& v : b) v = draws_.bias(draw);
     OwnedArrays held;
     NDArrayHandle hw = array_of(weight_, w.data(), &held);
     AVal bias_aval = weight_;
@@ -130,15 +82,8 @@ class Trials {
   bool bias_;
   int blocks_;
   std::vector<const char*> keys_, vals_;
-  uint64_t state_ = 0x2545f4914f6cdd1dULL;
+  DrawSource draws_;
   size_t compared_ = 0;
-
-  float value(Draw draw) {
-    state_ = mix64(state_);
-    const float unit = static_cast<float>(state_ >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
-    if (draw == Draw::kUnderflow) return std::ldexp(unit, -130);  // subnormal: |x * w| < 2^-260 rounds to a signed zero
-    return std::ldexp(unit, static_cast<int>((state_ >> 8) % 9) - 4);
-  }
 };
 
 // Each draw repeated until 2^16 outputs were compared (at least 2 draws, at most 128: a shape of
@@ -148,15 +93,7 @@ class Trials {
 bool check_row_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
                       const AVal& weight, bool bias, int blocks, bool training) {
   RecordingPaused paused;  // no op of the user's autograd graph
-  int was_training = 0;
-  MXAutogradSetIsTraining(training ? 1 : 0, &was_training);  // the graph's flag: oneDNN's forward kind follows it
-  struct RestoreTraining {
-    int flag;
-    ~RestoreTraining() {
-      int unused = 0;
-      MXAutogradSetIsTraining(flag, &unused);
-    }
-  } restore{was_training};
+  TrainingFlag flag(training);
   for (Draw draw : {Draw::kWide, Draw::kUnderflow}) {
     Trials trials(creator, attrs, data, weight, bias, blocks);
     for (int n = 0; n < 2 || (trials.compared() < (1u << 16) && n < 128); ++n)

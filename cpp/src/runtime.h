@@ -45,6 +45,7 @@ struct Config {
   bool direct_updates = true;  // launch a Trainer update with nothing recorded before it directly (update_launch.h)
   bool direct_kernels = true;  // run a graph made only of our fused kernels as one engine operation (kernel_launch.h)
   bool batch_projections = true;  // one FullyConnected call for a weight's independent row blocks (projections.h)
+  bool fc_kernels = true;  // FullyConnected on both cores in our kernels, where they give MXNet's bits (exact_fc.h)
   bool stable_params = true;  // bind inputs that stay the same arrays as parameters of the graph (Executor::params)
 };
 

@@ -1,0 +1,152 @@
+// _minpy_fc: FullyConnected on 2-D float32 data through exact_gemm.h's kernels, on both
+// cores, with the summation order MXNet's own operator uses for the same shapes.
+//
+// The runtime puts it in a graph in place of FullyConnected only after checking, for that
+// shape, that MXNet's operator and these kernels agree in every bit on random data, and with
+// the reduction blocks the check found (attributes kc, kc_data, kc_weight): see
+// cpp/src/exact_fc.h. Attributes as FullyConnected's (num_hidden, no_bias, flatten).
+//
+// Backward (MXNet makes _backward__minpy_fc, handing it this node's state): inputs [dY, X, W,
+// (b), Y], outputs [dX, dW, (db)]. An output MXNet does not want (kNullOp) has no memory and
+// is not computed: W3's first layer then skips the data gradient, as MXNet's does. Gradients
+// are written, never added (lib_api.h passes no request): the runtime uses the op only in
+// graphs MXNet's autograd does not record, whose gradient sums are explicit nodes.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mxnet/lib_api.h"
+
+#include "attrs.h"
+#include "exact_gemm.h"
+
+using namespace mxnet::ext;
+
+namespace minpy_kernels {
+namespace fc {
+namespace {
+
+MXReturnValue report(const std::exception& e) {
+  MX_ERROR_MSG << "_minpy_fc: " << e.what();
+  return MX_FAIL;
+}
+
+bool parse_flag(const AttrMap& attrs, const std::string& key) {
+  const std::string v = attr_or(attrs, key, "False");
+  if (v == "True" || v == "true" || v == "1") return true;
+  if (v == "False" || v == "false" || v == "0") return false;
+  throw std::runtime_error("attribute '" + key + "' is not a boolean: '" + v + "'");
+}
+
+struct Plan {
+  int64_t num_hidden = 0, kc = 0, kc_data = 0, kc_weight = 0;
+  bool bias = true;
+};
+
+Plan parse_plan(const AttrMap& attrs) {
+  Plan p;
+  p.num_hidden = parse_int(attr(attrs, "num_hidden"));
+  p.bias = !parse_flag(attrs, "no_bias");
+  p.kc = parse_int(attr(attrs, "kc"));
+  p.kc_data = parse_int(attr(attrs, "kc_data"));
+  p.kc_weight = parse_int(attr(attrs, "kc_weight"));
+  return p;
+}
+
+// The tensor's floats after checking its dtype and size (a null pointer: not wanted).
+float* floats(const MXTensor& t, int64_t size, const char* what) {
+  if (!t.data_ptr) return nullptr;
+  if (t.dtype != kFloat32 || const_cast<MXTensor&>(t).size() != size)
+    throw std::runtime_error(std::string(what) + " must be float32 of " + std::to_string(size) + " elements");
+  return static_cast<float*>(t.data_ptr);
+}
+
+class FcState : public CustomStatefulOp {
+ public:
+  explicit FcState(Plan p) : p_(p) {}
+
+  MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs, const OpResource&) override {
+    try {
+      const MXTensor& x = (*inputs)[0];
+      if (x.shape.size() != 2 || !gemm::supported()) throw std::runtime_error("data must be 2-D (and AVX2 present)");
+      const int64_t M = x.shape[0], K = x.shape[1], N = p_.num_hidden;
+      const float* X = floats(x, M * K, "data");
+      const float* W = floats((*inputs)[1], N * K, "weight");
+      const float* b = p_.bias ? floats((*inputs)[2], N, "bias") : nullptr;
+      float* Y = floats((*outputs)[0], M * N, "output");
+      if (!X || !W || !Y || (p_.bias && !b)) throw std::runtime_error("an input or the output has no memory");
+      thread_local std::vector<float> scratch;  // X transposed
+      scratch.resize(static_cast<size_t>(M * K));
+      gemm::fc_forward(X, W, b, Y, M, K, N, p_.kc, scratch.data());
+      return MX_SUCCESS;
+    } catch (const std::exception& e) { return report(e); }
+  }
+
+  MXReturnValue Backward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs, const OpResource&) override {
+    try {
+      const MXTensor& x = (*inputs)[1];
+      if (x.shape.size() != 2) throw std::runtime_error("backward: data must be 2-D");
+      const int64_t M = x.shape[0], K = x.shape[1], N = p_.num_hidden;
+      const float* dY = floats((*inputs)[0], M * N, "output gradient");
+      const float* X = floats(x, M * K, "data");
+      const float* W = floats((*inputs)[2], N * K, "weight");
+      float* dX = floats((*outputs)[0], M * K, "data gradient");
+      float* dW = floats((*outputs)[1], N * K, "weight gradient");
+      float* dB = p_.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
+      if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
+      gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p_.kc_data, p_.kc_weight);
+      return MX_SUCCESS;
+    } catch (const std::exception& e) { return report(e); }
+  }
+
+ private:
+  Plan p_;
+};
+
+MXReturnValue parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
+  try {
+    *num_in = parse_plan(attrs).bias ? 3 : 2;
+    *num_out = 1;
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+MXReturnValue infer_type(const AttrMap&, std::vector<int>* in_types, std::vector<int>* out_types) {
+  for (size_t j = 0; j < in_types->size(); ++j)
+    if ((*in_types)[j] != kFloat32) {
+      MX_ERROR_MSG << "_minpy_fc: input " << j << " must be float32";
+      return MX_FAIL;
+    }
+  for (auto& t : *out_types) t = kFloat32;
+  return MX_SUCCESS;
+}
+
+MXReturnValue infer_shape(const AttrMap& attrs, std::vector<std::vector<unsigned int>>* in_shapes,
+                          std::vector<std::vector<unsigned int>>* out_shapes) {
+  try {
+    const Plan p = parse_plan(attrs);
+    const auto& x = (*in_shapes)[0];
+    if (x.size() != 2) throw std::runtime_error("data must be 2-D");
+    (*out_shapes)[0] = {x[0], static_cast<unsigned int>(p.num_hidden)};
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+MXReturnValue create_state(const AttrMap& attrs, const MXContext&, const std::vector<std::vector<unsigned int>>&,
+                           const std::vector<int>, CustomStatefulOp** state) {
+  try {
+    *state = CustomStatefulOp::create<FcState>(parse_plan(attrs));
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+}  // namespace
+
+REGISTER_OP(_minpy_fc)
+    .setParseAttrs(parse_attrs)
+    .setInferType(infer_type)
+    .setInferShape(infer_shape)
+    .setCreateOpState(create_state, "cpu");
+
+}  // namespace fc
+}  // namespace minpy_kernels

@@ -1,0 +1,238 @@
+#include "exact_fc.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "kernel_check.h"
+#include "mxparse.h"
+#include "runtime.h"
+
+namespace minpy {
+
+namespace {
+
+using FcForward = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
+using FcBackward = void (*)(const float*, const float*, const float*, float*, float*, float*, int64_t, int64_t,
+                            int64_t, int64_t, int64_t);
+
+// Block lengths tried on the first draw, in this order; 0 is one block (any length at least
+// the reduction's is the same). oneDNN's GEMM blocks by powers of two and their halves.
+constexpr int64_t kCandidates[] = {0, 384, 256, 512, 192, 128, 768, 1024, 320, 448, 96, 64, 32, 16};
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// One draw: MXNet's FullyConnected forward and backward (autograd, a random head gradient)
+// against our kernels.
+class FcTrials {
+ public:
+  FcTrials(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data, const AVal& weight,
+           bool bias, bool training, FcForward fwd, FcBackward bwd)
+      : creator_(creator),
+        data_(data),
+        weight_(weight),
+        bias_(bias),
+        training_(training),
+        fwd_(fwd),
+        bwd_(bwd),
+        draws_(static_cast<uint64_t>(data.dims[0] * 7919 + data.dims[1] * 104729 + weight.dims[0] * 31)) {
+    for (const Attr& a : attrs) keys_.push_back(a.key.c_str()), vals_.push_back(a.val.c_str());
+  }
+
+  // MXNet's results on a new draw (false on any failure). `unaligned`: the data a view one
+  // element into a buffer, as an eager call's data may be.
+  bool draw(Draw d, bool unaligned) {
+    M_ = data_.dims[0], K_ = data_.dims[1], N_ = weight_.dims[0];
+    x_.resize(static_cast<size_t>(M_ * K_));
+    w_.resize(static_cast<size_t>(N_ * K_));
+    b_.resize(static_cast<size_t>(N_));
+    dy_.resize(static_cast<size_t>(M_ * N_));
+    for (float& v : x_) v = draws_.value(d);
+    for (float& v : w_) v = draws_.value(d);
+    for (float& v : b_) v = draws_.bias(d);
+    for (float& v : dy_) v = draws_.value(Draw::kWide);
+    OwnedArrays held;
+    NDArrayHandle hx = nullptr;
+    if (unaligned) {
+      std::vector<float> padded(x_.size() + 1, 0.0f);
+      std::copy(x_.begin(), x_.end(), padded.begin() + 1);
+      AVal line = data_;
+      line.ndim = 1;
+      line.dims[0] = static_cast<int64_t>(padded.size());
+      NDArrayHandle flat = array_of(line, padded.data(), &held);
+      hx = flat ? block_view(flat, 1, M_, K_, &held) : nullptr;
+    } else {
+      hx = array_of(data_, x_.data(), &held);
+    }
+    AVal bias_aval = weight_;
+    bias_aval.ndim = 1;
+    AVal out_aval = data_;
+    out_aval.dims[1] = N_;
+    NDArrayHandle hw = array_of(weight_, w_.data(), &held);
+    NDArrayHandle hb = bias_ ? array_of(bias_aval, b_.data(), &held) : nullptr;
+    NDArrayHandle hdy = array_of(out_aval, dy_.data(), &held);
+    if (!hx || !hw || !hdy || (bias_ && !hb)) return false;
+    // Gradient buffers, and the inputs marked as autograd variables writing into them.
+    std::vector<float> zeros(static_cast<size_t>(std::max(M_ * K_, N_ * K_)), 0.0f);
+    NDArrayHandle gx = array_of(data_, zeros.data(), &held), gw = array_of(weight_, zeros.data(), &held);
+    NDArrayHandle gb = bias_ ? array_of(bias_aval, zeros.data(), &held) : nullptr;
+    if (!gx || !gw || (bias_ && !gb)) return false;
+    std::vector<NDArrayHandle> vars{hx, hw}, grads{gx, gw};
+    if (bias_) vars.push_back(hb), grads.push_back(gb);
+    std::vector<uint32_t> reqs(vars.size(), 1);  // write
+    if (MXAutogradMarkVariables(static_cast<uint32_t>(vars.size()), vars.data(), reqs.data(), grads.data()) != 0)
+      return false;
+    NDArrayHandle y = nullptr;
+    {
+      int was = 0, unused = 0;
+      MXAutogradSetIsRecording(1, &was);
+      int n_out = 0;
+      NDArrayHandle* results = nullptr;
+      const int rc = without_gil([&] {
+        return MXImperativeInvoke(creator_, static_cast<int>(vars.size()), vars.data(), &n_out, &results,
+                                  static_cast<int>(keys_.size()), keys_.data(), vals_.data());
+      });
+      if (rc == 0 && n_out == 1) y = results[0];
+      MXAutogradSetIsRecording(was, &unused);
+      if (!y) return false;
+      held.handles.push_back(y);
+    }
+    const int rc = without_gil([&] {
+      return MXAutogradBackwardEx(1, &y, &hdy, 0, nullptr, 0, 0, training_ ? 1 : 0, nullptr, nullptr);
+    });
+    if (rc != 0) return false;
+    return read_floats(y, static_cast<size_t>(M_ * N_), &y_) && read_floats(gx, x_.size(), &gx_) &&
+           read_floats(gw, w_.size(), &gw_) && (!bias_ || read_floats(gb, b_.size(), &gb_));
+  }
+
+  bool forward_agrees(int64_t kc) {
+    std::vector<float> y(y_.size());
+    fwd_(x_.data(), w_.data(), bias_ ? b_.data() : nullptr, y.data(), M_, K_, N_, kc);
+    return same_bits(y, y_);
+  }
+  bool data_grad_agrees(int64_t kc) {
+    std::vector<float> g(gx_.size());
+    bwd_(dy_.data(), x_.data(), w_.data(), g.data(), nullptr, nullptr, M_, K_, N_, kc, 0);
+    return same_bits(g, gx_);
+  }
+  bool weight_grad_agrees(int64_t kc) {
+    std::vector<float> g(gw_.size());
+    bwd_(dy_.data(), x_.data(), w_.data(), nullptr, g.data(), nullptr, M_, K_, N_, 0, kc);
+    return same_bits(g, gw_);
+  }
+  bool bias_grad_agrees() {
+    if (!bias_) return true;
+    std::vector<float> g(gb_.size());
+    bwd_(dy_.data(), x_.data(), w_.data(), nullptr, nullptr, g.data(), M_, K_, N_, 0, 0);
+    return same_bits(g, gb_);
+  }
+  size_t outputs() const { return y_.size() + gx_.size() + gw_.size() + gb_.size(); }
+
+ private:
+  AtomicSymbolCreator creator_;
+  AVal data_, weight_;
+  bool bias_, training_;
+  FcForward fwd_;
+  FcBackward bwd_;
+  DrawSource draws_;
+  std::vector<const char*> keys_, vals_;
+  int64_t M_ = 0, K_ = 0, N_ = 0;
+  std::vector<float> x_, w_, b_, dy_, y_, gx_, gw_, gb_;
+};
+
+// The first candidate block length under which `agrees` holds; -1 if none.
+template <class Agrees>
+int64_t find_block(int64_t reduction, Agrees agrees) {
+  for (int64_t kc : kCandidates) {
+    if (kc != 0 && kc >= reduction) continue;  // the same as one block, tried first
+    if (agrees(kc)) return kc;
+  }
+  return -1;
+}
+
+// Two draws of each kind at least, and until 2^16 outputs were compared (at most 16 draws):
+// the first finds the block lengths, the others confirm them; every other draw reads the
+// data through an unaligned view.
+bool check_fc(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data, const AVal& weight,
+              bool bias, bool training, FcBlocks* blocks) {
+  auto fwd = reinterpret_cast<FcForward>(kernel_symbol("minpy_fc_forward"));
+  auto bwd = reinterpret_cast<FcBackward>(kernel_symbol("minpy_fc_backward"));
+  auto supported = reinterpret_cast<int (*)()>(kernel_symbol("minpy_gemm_supported"));
+  if (!fwd || !bwd || !supported || !supported()) return false;
+  RecordingPaused paused;  // our draws are no part of the user's autograd graph
+  TrainingFlag flag(training);
+  FcTrials trials(creator, attrs, data, weight, bias, training, fwd, bwd);
+  const int64_t M = data.dims[0], K = data.dims[1], N = weight.dims[0];
+  bool found = false;
+  for (Draw d : {Draw::kWide, Draw::kUnderflow}) {
+    size_t compared = 0;
+    for (int n = 0; n < 2 || (compared < (1u << 16) && n < 16); ++n) {
+      if (!trials.draw(d, n % 2 == 1)) return false;
+      if (!found) {
+        blocks->kc = find_block(K, [&](int64_t kc) { return trials.forward_agrees(kc); });
+        blocks->kc_data = find_block(N, [&](int64_t kc) { return trials.data_grad_agrees(kc); });
+        blocks->kc_weight = find_block(M, [&](int64_t kc) { return trials.weight_grad_agrees(kc); });
+        if (blocks->kc < 0 || blocks->kc_data < 0 || blocks->kc_weight < 0) return false;
+        found = true;
+      } else if (!trials.forward_agrees(blocks->kc) || !trials.data_grad_agrees(blocks->kc_data) ||
+                 !trials.weight_grad_agrees(blocks->kc_weight)) {
+        return false;
+      }
+      if (!trials.bias_grad_agrees()) return false;
+      compared += trials.outputs();
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
+                      const AVal& weight, bool bias, bool training, FcBlocks* blocks) {
+  static std::mutex mu;
+  static std::map<std::string, std::pair<bool, FcBlocks>> known;
+  const std::string key = canonical_attrs(attrs) + data.shape_str() + weight.shape_str() + (bias ? "b" : "") +
+                          (training ? "t" : "");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(key);
+    if (it != known.end()) {
+      *blocks = it->second.second;
+      return it->second.first;
+    }
+  }
+  // not under the lock: it waits for MXNet
+  FcBlocks found;
+  const bool exact = check_fc(creator, attrs, data, weight, bias, training, &found);
+  std::lock_guard<std::mutex> lock(mu);
+  known[key] = {exact, found};
+  *blocks = found;
+  return exact;
+}
+
+std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n) {
+  if (n.op->name != "FullyConnected" || n.out.size() != 1 || !n.mutated.empty() || n.in.size() < 2) return {};
+  const AVal& x = t.values[n.in[0]].aval;
+  const AVal& w = t.values[n.in[1]].aval;
+  const bool bias = !mx_bool(attr_value(n.attrs, "no_bias", "False"));
+  if (n.in.size() != (bias ? 3u : 2u)) return {};
+  if (x.ndim != 2 || w.ndim != 2 || x.dtype != 0 || w.dtype != 0 || x.dev_type != 1 || w.dev_type != 1) return {};
+  const int64_t hidden = std::atoll(attr_value(n.attrs, "num_hidden", "0").c_str());
+  if (w.dims[0] != hidden || w.dims[1] != x.dims[1] || x.dims[0] < 1 || hidden < 1 || x.dims[1] < 1) return {};
+  if (bias) {
+    const AVal& b = t.values[n.in[2]].aval;
+    if (b.ndim != 1 || b.dims[0] != hidden || b.dtype != 0 || b.dev_type != 1) return {};
+  }
+  FcBlocks blocks;
+  if (!fc_kernel_blocks(n.op->creator, n.attrs, x, w, bias, t.training, &blocks)) return {};
+  std::vector<Attr> attrs = n.attrs;
+  attrs.push_back({"kc", std::to_string(blocks.kc)});
+  attrs.push_back({"kc_data", std::to_string(blocks.kc_data)});
+  attrs.push_back({"kc_weight", std::to_string(blocks.kc_weight)});
+  return attrs;
+}
+
+}  // namespace minpy

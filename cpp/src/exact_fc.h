@@ -1,0 +1,38 @@
+// FullyConnected on both cores: which calls a graph may run as our _minpy_fc.
+//
+// MXNet's CPU FullyConnected (oneDNN) runs on one engine worker thread. _minpy_fc
+// (cpp/kernels/fc_op.cc, exact_gemm.h) computes the same three products on every core,
+// summing each output element in oneDNN's order: fused multiply-adds from zero over blocks
+// of the reduction, the blocks' sums added in order, the bias last. oneDNN picks the block
+// length by shape (W3's 784-wide forward: 384; its backward products: one block; a
+// 512-long data-gradient reduction: 256), and uses other kernels for some shapes (7 rows by
+// 1000 inputs differ under every block length). So nothing is assumed: before a graph uses
+// the op for a shape, fc_kernel_blocks runs MXNet's operator, forward and backward, on random
+// data against our kernels, finds each product's block length on the first draw, and
+// confirms all three (and the bias gradient) bit for bit on the rest. A shape that differs
+// anywhere, or any failure, keeps MXNet's operator.
+//
+// Used in graphs MXNet's autograd does not record (a backward() inside the graph is MXNet's
+// gradient pass, which then makes our op's backward node), on float32 2-D data on the CPU.
+#pragma once
+#include <vector>
+
+#include "trace.h"
+
+namespace minpy {
+
+struct FcBlocks {
+  int64_t kc = 0, kc_data = 0, kc_weight = 0;  // reduction blocks: forward, data and weight gradients
+};
+
+// Whether _minpy_fc computes FullyConnected (`creator`, `attrs`) on `data` (rows, in) by
+// `weight` (out, in) bit for bit, forward and backward, under the training flag `training`;
+// the block lengths in `blocks` when it does. Checked once per process and shape.
+bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
+                      const AVal& weight, bool bias, bool training, FcBlocks* blocks);
+
+// The node's FullyConnected may be a _minpy_fc in a graph that `t` lowers to: the op, data and
+// shapes fit (not yet the bit check). Null attributes if not; else the op's attributes.
+std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n);
+
+}  // namespace minpy

@@ -1,0 +1,57 @@
+#include "kernel_check.h"
+
+#include <algorithm>
+
+namespace minpy {
+
+std::string canonical_attrs(std::vector<Attr> attrs) {
+  std::sort(attrs.begin(), attrs.end(), [](const Attr& a, const Attr& b) { return a.key < b.key; });
+  std::string s;
+  for (const Attr& a : attrs) s += a.key + "=" + a.val + ";";
+  return s;
+}
+
+NDArrayHandle array_of(const AVal& a, const float* data, OwnedArrays* held) {
+  uint32_t dims[AVal::kMaxDim];
+  for (int i = 0; i < a.ndim; ++i) dims[i] = static_cast<uint32_t>(a.dims[i]);
+  NDArrayHandle h = nullptr;
+  if (MXNDArrayCreateEx(dims, a.ndim, a.dev_type, a.dev_id, 0, a.dtype, &h) != 0) return nullptr;
+  held->handles.push_back(h);
+  const size_t n = static_cast<size_t>(a.size());
+  if (without_gil([&] { return MXNDArraySyncCopyFromCPU(h, data, n); }) != 0) return nullptr;
+  return h;
+}
+
+NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, OwnedArrays* held) {
+  NDArrayHandle part = nullptr, shaped = nullptr;
+  if (MXNDArraySlice64(flat, start, start + rows * in, &part) != 0) return nullptr;
+  held->handles.push_back(part);
+  int64_t dims[2] = {rows, in};
+  if (MXNDArrayReshape64(part, 2, dims, false, &shaped) != 0) return nullptr;
+  held->handles.push_back(shaped);
+  return shaped;
+}
+
+bool read_floats(NDArrayHandle h, size_t size, std::vector<float>* out) {
+  out->resize(size);
+  return without_gil([&] { return MXNDArraySyncCopyToCPU(h, out->data(), size); }) == 0;
+}
+
+bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
+  int n_out = 0;
+  NDArrayHandle* results = nullptr;
+  NDArrayHandle result = nullptr;
+  const int rc = without_gil([&] {
+    int r = MXImperativeInvoke(creator, static_cast<int>(inputs.size()), inputs.data(), &n_out, &results,
+                               static_cast<int>(keys.size()), keys.data(), vals.data());
+    if (r == 0 && n_out >= 1) result = results[0];  // MXNet's thread-local list: read at once
+    for (int i = 1; r == 0 && i < n_out; ++i) held->handles.push_back(results[i]);
+    return r;
+  });
+  if (rc != 0 || !result) return false;
+  held->handles.push_back(result);
+  return read_floats(result, out_size, out);
+}
+
+}  // namespace minpy

@@ -1,0 +1,69 @@
+// What the bit checks of our rewrites share (projections.cc, exact_fc.cc): arrays made from
+// host data, MXNet's operator run on them, and the random draws the checks compare on.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aval.h"
+#include "mxapi.h"
+#include "nogil.h"
+#include "trace.h"
+
+namespace minpy {
+
+// The attributes as one string, whatever order the call gave them in (a cache key).
+std::string canonical_attrs(std::vector<Attr> attrs);
+
+// A new array of `a` holding `data` (null on failure); freed with `held`.
+NDArrayHandle array_of(const AVal& a, const float* data, OwnedArrays* held);
+
+// A (rows, in) view of 1-D `flat` from element `start` on (null on failure).
+NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, OwnedArrays* held);
+
+// A copy of `h`'s floats (false on failure).
+bool read_floats(NDArrayHandle h, size_t size, std::vector<float>* out);
+
+// MXNet's operator on `inputs`, its first result copied into `out` (false on any failure).
+bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held);
+
+// The draws the checks compare on. kWide: values of many magnitudes and both signs, so an
+// output summed in another order (or with and without FMA) differs in its last bits.
+// kUnderflow: subnormal inputs whose every product underflows to a signed zero, so outputs
+// are zeros whose signs show how the kernel accumulates.
+enum class Draw { kWide, kUnderflow };
+
+class DrawSource {
+ public:
+  explicit DrawSource(uint64_t seed) : state_(0x2545f4914f6cdd1dULL ^ seed) {}
+  float value(Draw draw) {
+    state_ = mix64(state_);
+    const float unit = static_cast<float>(state_ >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+    if (draw == Draw::kUnderflow) return std::ldexp(unit, -130);  // |x * w| < 2^-260 rounds to a signed zero
+    return std::ldexp(unit, static_cast<int>((state_ >> 8) % 9) - 4);
+  }
+  // A bias: a wide value, or a signed zero on underflow draws.
+  float bias(Draw draw) { return draw == Draw::kWide ? value(draw) : std::copysign(0.0f, value(draw)); }
+
+ private:
+  uint64_t state_;
+};
+
+// Sets autograd's training flag for its life (the graph's flag: oneDNN's forward kind follows it).
+class TrainingFlag {
+ public:
+  explicit TrainingFlag(bool training) { MXAutogradSetIsTraining(training ? 1 : 0, &was_); }
+  ~TrainingFlag() {
+    int unused = 0;
+    MXAutogradSetIsTraining(was_, &unused);
+  }
+  TrainingFlag(const TrainingFlag&) = delete;
+  TrainingFlag& operator=(const TrainingFlag&) = delete;
+
+ private:
+  int was_ = 0;
+};
+
+}  // namespace minpy
