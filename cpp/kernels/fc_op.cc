@@ -94,6 +94,8 @@ class FcState : public CustomStatefulOp {
       float* dW = floats((*outputs)[1], N * K, "weight gradient");
       float* dB = p_.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
       if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
+      if (p_.kc_data < 0 || p_.kc_weight < 0)  // checked forward only (cpp/src/exact_fc.h)
+        throw std::runtime_error("backward of a node whose gradients were not checked against MXNet's");
       gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p_.kc_data, p_.kc_weight);
       return MX_SUCCESS;
     } catch (const std::exception& e) { return report(e); }

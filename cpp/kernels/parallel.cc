@@ -30,6 +30,14 @@ int max_threads() {
   return n;
 }
 
+int64_t idle_spin_ns() {
+  static const int64_t ns = [] {
+    const char* v = std::getenv("MINPY_KERNELS_SPIN_US");
+    return v && *v ? static_cast<int64_t>(std::max(std::atof(v), 0.0) * 1000) : int64_t(100000);
+  }();
+  return ns;
+}
+
 double threshold_scale() {
   static const double scale = [] {
     const char* v = std::getenv("MINPY_KERNELS_THRESHOLD_SCALE");
@@ -106,7 +114,7 @@ class Pool {
         // takes tens of them. Bounded, so an idle helper soon stops taking a core.
         const uint64_t seen = posted_.load(std::memory_order_acquire);
         lock.unlock();
-        spin_until([this, seen] { return posted_.load(std::memory_order_acquire) != seen; }, kIdleSpinNs);
+        spin_until([this, seen] { return posted_.load(std::memory_order_acquire) != seen; }, idle_spin_ns());
         lock.lock();
       }
       wake_.wait(lock, [this] { return job_ != nullptr && wanted_ > 0; });
@@ -129,7 +137,7 @@ class Pool {
       if ((i & 63) == 63 && std::chrono::steady_clock::now() > end) return;
     }
   }
-  static constexpr int64_t kIdleSpinNs = 100000, kJoinSpinNs = 50000;
+  static constexpr int64_t kJoinSpinNs = 50000;
 
   std::atomic<uint64_t> posted_{0};  // jobs posted so far: what a spinning helper watches
   std::mutex mu_;

@@ -8,7 +8,7 @@
 // more CPU (benchmarks/kernel_threads.py, /tmp measurements in the commit). Here the calling
 // thread takes chunks too and waits only for chunks a helper has already taken: a helper
 // that wakes late finds nothing left and goes back to sleep. A helper stays awake (spinning)
-// for 100 us after its last job and the caller for at most 50 us waiting for a helper's last
+// for 100 us after its last job (MINPY_KERNELS_SPIN_US) and the caller for at most 50 us waiting for a helper's last
 // chunk: a graph's kernels call again within microseconds, and a sleeping thread's wake-up
 // took 20-30 us here (a 100 us job on two threads: 86 us a call sleeping, 56 us with the spin).
 //
@@ -31,6 +31,10 @@ int max_threads();
 
 // Calls that ran on more than one thread, since the library loaded (minpy_jit.kernel_threads()).
 extern std::atomic<int64_t> parallel_calls;
+
+// How long an idle helper stays awake for the next call (MINPY_KERNELS_SPIN_US, default 100 us;
+// 0: it sleeps at once).
+int64_t idle_spin_ns();
 
 // MINPY_KERNELS_THRESHOLD_SCALE (default 1) multiplies every kernel's threshold: 0 threads
 // every call, a large value none. For measuring the thresholds (benchmarks/kernel_threads.py).

@@ -6,6 +6,7 @@
 #include "launch.h"
 #include "mxapi.h"
 #include "mxparse.h"
+#include "exact_fc.h"
 #include "projections.h"
 #include "runtime.h"
 
@@ -408,5 +409,20 @@ PYBIND11_MODULE(_core, m) {
     std::vector<Attr> attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
     return row_blocks_exact(fc, attrs, data, weight, bias, blocks, training);
   }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("blocks"), py::arg("bias"), py::arg("training") = false);
+  // The reduction blocks (forward, data and weight gradients) with which _minpy_fc gives
+  // FullyConnected's bits on data (rows, in) by a (out, in) weight (exact_fc.h), or None.
+  m.def("fc_kernel_blocks", [](int64_t rows, int64_t in, int64_t out, bool bias, bool training,
+                               bool backward) -> py::object {
+    AtomicSymbolCreator fc = nullptr;
+    MX_CALL(NNGetOpHandle("FullyConnected", &fc));
+    AVal data, weight;
+    data.ndim = weight.ndim = 2;
+    data.dims[0] = rows, data.dims[1] = in, weight.dims[0] = out, weight.dims[1] = in;
+    std::vector<Attr> attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
+    FcBlocks b;
+    if (!fc_kernel_blocks(fc, attrs, data, weight, bias, training, backward, &b)) return py::none();
+    return py::make_tuple(b.kc, b.kc_data, b.kc_weight);
+  }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("bias"), py::arg("training") = false,
+     py::arg("backward") = true);
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

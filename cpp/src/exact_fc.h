@@ -13,7 +13,10 @@
 // anywhere, or any failure, keeps MXNet's operator.
 //
 // Used in graphs MXNet's autograd does not record (a backward() inside the graph is MXNet's
-// gradient pass, which then makes our op's backward node), on float32 2-D data on the CPU.
+// gradient pass, which then makes our op's backward node), on float32 2-D data on the CPU. A
+// graph without a backward() inside never runs the op's backward: there the forward alone is
+// checked (W4's batched input projections, 800 rows, have a weight gradient no block length
+// reproduces, and a forward that agrees).
 #pragma once
 #include <vector>
 
@@ -26,10 +29,12 @@ struct FcBlocks {
 };
 
 // Whether _minpy_fc computes FullyConnected (`creator`, `attrs`) on `data` (rows, in) by
-// `weight` (out, in) bit for bit, forward and backward, under the training flag `training`;
-// the block lengths in `blocks` when it does. Checked once per process and shape.
+// `weight` (out, in) bit for bit, forward (and with `backward`, the data, weight and bias
+// gradients too), under the training flag `training`; the block lengths in `blocks` when it
+// does (-1 for the gradients' when not checked: the op's backward then refuses to run).
+// Checked once per process and shape.
 bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
-                      const AVal& weight, bool bias, bool training, FcBlocks* blocks);
+                      const AVal& weight, bool bias, bool training, bool backward, FcBlocks* blocks);
 
 // The node's FullyConnected may be a _minpy_fc in a graph that `t` lowers to: the op, data and
 // shapes fit (not yet the bit check). Null attributes if not; else the op's attributes.

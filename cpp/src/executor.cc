@@ -126,7 +126,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
         nondiff->insert(bad);
         continue;
       }
-      if (fuse && (!g.fusion.units.empty() || g.fc_kernels > 0)) {  // never lose a graph to our kernels: build it without them
+      if (fuse && (!g.fusion.units.empty() || !g.fc_nodes.empty())) {  // never lose a graph to our kernels: build it without them
         fuse = false;
         continue;
       }
@@ -168,7 +168,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     }
     exe->num_nodes = g.num_nodes;
     exe->batched_projections = g.trace ? batched : 0;
-    exe->fc_kernels = g.fc_kernels;
+    exe->fc_kernels = static_cast<int>(g.fc_nodes.size());
     exe->json = g.json;
     if (!per_op_autograd && g.placeholders == 0) exe->kernel_launch = plan_launch(*exe, lowered, outputs);
     exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -366,7 +366,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     json_of_unit[u] = id;
     g.items.push_back(u);
     ++g.num_nodes;
-    g.fc_kernels += our_fc ? 1 : 0;
+    if (our_fc) g.fc_nodes[u] = fc_attrs;
     if (fused || node->op->ours) {
       ++g.kernel_calls;
       g.kernel_ops += fused ? static_cast<int>(fu->members.size()) : 1;
@@ -471,19 +471,22 @@ std::string print_graph(const Trace& recorded, const LoweredGraph& g, const std:
     for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", %" : "%") + std::to_string(vs[i]);
     return s;
   };
-  auto node_line = [&](const Node& node, const std::string& indent) {
-    std::string rhs = node.op->name + "(";
+  auto node_line = [&](const Node& node, const std::string& indent, const std::vector<Attr>* our_fc = nullptr) {
+    const std::vector<Attr>& attrs = our_fc ? *our_fc : node.attrs;
+    std::string rhs = (our_fc ? std::string("_minpy_fc") : node.op->name) + "(";
     for (size_t i = 0; i < node.in.size(); ++i) rhs += (i ? ", %" : "%") + std::to_string(node.in[i]);
-    for (size_t a = 0; a < node.attrs.size(); ++a)
-      rhs += ((node.in.empty() && a == 0) ? "" : ", ") + node.attrs[a].key + "=" + node.attrs[a].val;
+    for (size_t a = 0; a < attrs.size(); ++a)
+      rhs += ((node.in.empty() && a == 0) ? "" : ", ") + attrs[a].key + "=" + attrs[a].val;
     rhs += ")";
     std::string line = pad(values_str(node.out) + " = " + rhs, 48) + aval_str(t.values[node.out[0]].aval);
     std::string where = node.loc >= 0 ? loc_str(node.loc) : "";
+    if (our_fc) where = "FullyConnected on every core, MXNet's bits (exact_fc.h)" + (where.empty() ? "" : "; " + where);
     os << indent << (where.empty() ? line : pad(line, 72) + "# " + where) << "\n";
   };
   for (int u : g.items) {
     if (u < N) {
-      node_line(t.nodes[u], "  ");
+      auto fc = g.fc_nodes.find(u);
+      node_line(t.nodes[u], "  ", fc == g.fc_nodes.end() ? nullptr : &fc->second);
       if (is_backward_node(t.nodes[u]))
         os << "  |   the gradients of the first num_heads inputs for the variables among the rest: "
            << g.gradient_nodes << " nodes of MXNet's gradient pass, written into the variables' gradient buffers\n";

@@ -11,6 +11,7 @@
 //   * random ops run in program order, so they draw the same numbers as eager.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -40,7 +41,8 @@ struct LoweredGraph {
   int kernel_calls = 0;           // nodes that are our kernels (fused units, multi-tensor SGD)...
   int kernel_ops = 0;             // ...and the recorded ops they stand for
   int gradient_nodes = 0;         // nodes MXNet's gradient pass added for a backward() in the graph
-  int fc_kernels = 0;             // FullyConnected nodes run as our _minpy_fc (exact_fc.h)
+  // FullyConnected nodes run as our _minpy_fc (exact_fc.h): trace node id -> the op's attributes.
+  std::map<int, std::vector<Attr>> fc_nodes;
   // Per output (in `outputs` order): 1 if an in-place update unit writes it into its array
   // itself; such outputs are no graph heads. The heads are the other outputs in order,
   // then one placeholder (a (1,) float32 array) per in-place unit.

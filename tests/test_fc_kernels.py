@@ -1,0 +1,188 @@
+"""FullyConnected in our kernels on both cores (cpp/src/exact_fc.h, cpp/kernels/fc_op.cc).
+
+Graphs MXNet's autograd does not record (no record(), or a step whose backward() is in the
+graph) run FullyConnected as _minpy_fc where its bit check passed for the shape. Every test
+compares with eager MXNet bit for bit (values, gradients, updated weights); whether a shape
+was taken over follows `_core.fc_kernel_blocks`, the check the lowering itself makes, and is
+asserted from graphs() so that a test of the op cannot pass with the op silently unused.
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+from mxnet.gluon import nn
+
+import minpy_jit
+from minpy_jit import _core
+from conftest import assert_same, rand, run_both
+
+pytestmark = pytest.mark.usefixtures("whole_traces", "isolated_runtime")
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test looks at the graphs it compiled."""
+    minpy_jit.clear_cache()
+
+
+def fc_kernels_in_graphs():
+    """The most FullyConnected calls our kernels run in one compiled graph."""
+    return max((g["fc_kernels"] for g in minpy_jit.graphs()), default=0)
+
+
+def exact(rows, inputs, outputs, bias=True, training=False, backward=False):
+    """Whether the lowering takes the shape over: forward-only graphs check the forward alone."""
+    return _core.fc_kernel_blocks(rows, inputs, outputs, bias, training, backward) is not None
+
+
+def wide(*shape, seed=0):
+    """Values of many magnitudes and both signs: a sum in another order differs in its last bits."""
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, shape) * 2.0 ** rng.integers(-4, 5, shape)).astype(np.float32)
+
+
+# (rows, inputs, outputs): W3's three layers, W4's recurrent projection, edges of the tiles
+# (rows and outputs not multiples of the vector width), W4's batched input projections (a
+# forward that agrees, a weight gradient no block length reproduces), and shapes oneDNN sums
+# some other way (the check refuses them: MXNet's operator stays, the values equal eager's).
+SHAPES = [(64, 784, 256), (64, 256, 10), (16, 128, 512), (5, 37, 19), (800, 64, 512), (7, 1000, 33),
+          (64, 2000, 300)]
+
+
+@pytest.mark.parametrize("rows,inputs,outputs", SHAPES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_forward_equals_eager(rows, inputs, outputs, bias):
+    x, w, b = nd.array(wide(rows, inputs, seed=1)), nd.array(wide(outputs, inputs, seed=2)), nd.array(wide(outputs, seed=3))
+
+    def fn(x, w, b):
+        y = nd.FullyConnected(x, w, b if bias else None, num_hidden=outputs, no_bias=not bias)
+        return nd.relu(y) * 2
+
+    assert_same(*run_both(fn, x, w, b))
+    taken = exact(rows, inputs, outputs, bias)
+    assert fc_kernels_in_graphs() == (1 if taken else 0)
+    ir = minpy_jit.graphs()[-1]["ir"]  # the printout names the op the graph runs
+    assert ("= _minpy_fc(" in ir) == taken and ("= FullyConnected(" in ir) == (not taken), ir
+
+
+@pytest.mark.parametrize("rows,inputs,outputs", SHAPES[:6])
+def test_in_graph_backward_equals_eager(rows, inputs, outputs):
+    """record(), backward() and reading the gradients in one jit() scope: one graph with the
+    forward, MXNet's gradient pass over it (our op's backward node) and the gradient reads.
+    The data takes a gradient too, so all three backward products run."""
+    x, w, b = nd.array(wide(rows, inputs, seed=4)), nd.array(wide(outputs, inputs, seed=5)), nd.array(wide(outputs, seed=6))
+    head = nd.array(wide(rows, outputs, seed=7))
+
+    def fn(x, w, b, head):
+        for a in (x, w, b):
+            a.attach_grad()
+        with autograd.record():
+            y = nd.FullyConnected(x, w, b, num_hidden=outputs)
+            z = nd.tanh(y)
+        z.backward(head)
+        return z, x.grad, w.grad, b.grad
+
+    assert_same(*run_both(fn, x, w, b, head))
+    assert fc_kernels_in_graphs() == (1 if exact(rows, inputs, outputs, training=True, backward=True) else 0)
+
+
+def test_weight_read_twice_sums_both_gradients():
+    """A weight used by two projections: the graph sums its two gradients (the gradient pass's
+    own sum node), as eager's autograd does."""
+    w, b = nd.array(wide(32, 48, seed=8)), nd.array(wide(32, seed=9))
+    x1, x2 = nd.array(wide(16, 48, seed=10)), nd.array(wide(16, 48, seed=11))
+
+    def fn(w, b, x1, x2):
+        w.attach_grad()
+        b.attach_grad()
+        with autograd.record():
+            loss = (nd.FullyConnected(x1, w, b, num_hidden=32) * nd.FullyConnected(x2, w, b, num_hidden=32)).sum()
+        loss.backward()
+        return loss, w.grad, b.grad
+
+    assert_same(*run_both(fn, w, b, x1, x2))
+    assert fc_kernels_in_graphs() == (2 if exact(16, 48, 32, training=True, backward=True) else 0)
+
+
+def mlp(seed):
+    mx.random.seed(seed)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(256, in_units=784, activation="relu"), nn.Dense(256, in_units=256, activation="relu"),
+            nn.Dense(10, in_units=256))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_w3_training_steps_equal_eager(optimizer):
+    """W3's step (Gluon, Trainer) for 8 steps: losses and weights equal eager's bit for bit; each
+    step is one graph whose three layers, forward and backward, run in our kernels."""
+    x, y = nd.array(wide(64, 784, seed=12)), nd.array(np.arange(64) % 10)
+
+    def train(x, y):
+        net = mlp(3)
+        trainer = gluon.Trainer(net.collect_params(), optimizer, {"learning_rate": 0.01})
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        losses = []
+        for _ in range(8):
+            with autograd.record():
+                loss = loss_fn(net(x), y).mean()
+            loss.backward()
+            trainer.step(1)
+            losses.append(loss)
+        return losses, [p.data() for p in net.collect_params().values()]
+
+    assert_same(*run_both(train, x, y))
+    assert fc_kernels_in_graphs() == (3 if exact(64, 784, 256, training=True, backward=True) else 0)
+
+
+def test_recorded_graph_keeps_mxnets_operator():
+    """backward() outside the jit() scope: the scope's graph is recorded by MXNet's autograd,
+    whose gradient may add into a variable's buffer (grad_req='add'); our op writes its
+    gradients, so such graphs keep FullyConnected. Gradients accumulate as eager's."""
+    x, w, b = nd.array(wide(16, 64, seed=13)), nd.array(wide(32, 64, seed=14)), nd.array(wide(32, seed=15))
+
+    def fn(x, w, b):
+        w.attach_grad(grad_req="add")
+        b.attach_grad()
+        for _ in range(2):
+            with minpy_jit.jit():
+                with autograd.record():
+                    z = nd.FullyConnected(x, w, b, num_hidden=32).sum()
+            z.backward()
+        return w.grad, b.grad
+
+    e = fn(x.copy(), w.copy(), b.copy())
+    j = fn(x.copy(), w.copy(), b.copy())
+    assert_same(e, j)
+    assert fc_kernels_in_graphs() == 0
+
+
+def test_specials_propagate_as_eager():
+    """Infinities and NaNs in the data: the same outputs as eager, NaN for NaN."""
+    xv = wide(16, 40, seed=16)
+    xv[0, 3], xv[1, 5], xv[2, :] = np.inf, np.nan, -np.inf
+    x, w, b = nd.array(xv), nd.array(wide(24, 40, seed=17)), nd.array(wide(24, seed=18))
+
+    def fn(x, w, b):
+        return nd.FullyConnected(x, w, b, num_hidden=24)
+
+    assert_same(*run_both(fn, x, w, b))
+    assert fc_kernels_in_graphs() == (1 if exact(16, 40, 24) else 0)
+
+
+def test_switched_off_gives_mxnets_operator():
+    """config(fc_kernels=False) empties the cache and builds graphs with FullyConnected."""
+    x, w, b = nd.array(wide(64, 256, seed=19)), nd.array(wide(256, 256, seed=20)), nd.array(wide(256, seed=21))
+
+    def fn(x, w, b):
+        return nd.FullyConnected(x, w, b, num_hidden=256)
+
+    try:
+        minpy_jit.config(fc_kernels=False)
+        assert_same(*run_both(fn, x, w, b))
+        assert fc_kernels_in_graphs() == 0
+    finally:
+        minpy_jit.config(fc_kernels=True)
+    assert minpy_jit.config()["fc_kernels"] is True
+
