@@ -7,8 +7,10 @@
 // cpp/src/exact_fc.h. Attributes as FullyConnected's (num_hidden, no_bias, flatten).
 //
 // Backward (MXNet makes _backward__minpy_fc, handing it this node's state): inputs [dY, X, W,
-// (b), Y], outputs [dX, dW, (db)]. An output MXNet does not want (kNullOp) has no memory and
-// is not computed: W3's first layer then skips the data gradient, as MXNet's does. Gradients
+// (b), Y], outputs [dX, dW, (db)]. A gradient the graph does not read (attributes data_grad,
+// weight_grad: the runtime knows which values its backward() reaches) or that MXNet does not
+// want (kNullOp: no memory) is not computed: W3's first layer skips the data gradient, as
+// MXNet's operator does. Gradients
 // are written, never added (lib_api.h passes no request): the runtime uses the op only in
 // graphs MXNet's autograd does not record, whose gradient sums are explicit nodes.
 #include <stdexcept>
@@ -31,8 +33,8 @@ MXReturnValue report(const std::exception& e) {
   return MX_FAIL;
 }
 
-bool parse_flag(const AttrMap& attrs, const std::string& key) {
-  const std::string v = attr_or(attrs, key, "False");
+bool parse_flag(const AttrMap& attrs, const std::string& key, bool dflt = false) {
+  const std::string v = attr_or(attrs, key, dflt ? "True" : "False");
   if (v == "True" || v == "true" || v == "1") return true;
   if (v == "False" || v == "false" || v == "0") return false;
   throw std::runtime_error("attribute '" + key + "' is not a boolean: '" + v + "'");
@@ -41,6 +43,7 @@ bool parse_flag(const AttrMap& attrs, const std::string& key) {
 struct Plan {
   int64_t num_hidden = 0, kc = 0, kc_data = 0, kc_weight = 0;
   bool bias = true;
+  bool data_grad = true, weight_grad = true;  // the gradients the graph reads
 };
 
 Plan parse_plan(const AttrMap& attrs) {
@@ -50,6 +53,8 @@ Plan parse_plan(const AttrMap& attrs) {
   p.kc = parse_int(attr(attrs, "kc"));
   p.kc_data = parse_int(attr(attrs, "kc_data"));
   p.kc_weight = parse_int(attr(attrs, "kc_weight"));
+  p.data_grad = parse_flag(attrs, "data_grad", true);
+  p.weight_grad = parse_flag(attrs, "weight_grad", true);
   return p;
 }
 
@@ -90,8 +95,8 @@ class FcState : public CustomStatefulOp {
       const float* dY = floats((*inputs)[0], M * N, "output gradient");
       const float* X = floats(x, M * K, "data");
       const float* W = floats((*inputs)[2], N * K, "weight");
-      float* dX = floats((*outputs)[0], M * K, "data gradient");
-      float* dW = floats((*outputs)[1], N * K, "weight gradient");
+      float* dX = p_.data_grad ? floats((*outputs)[0], M * K, "data gradient") : nullptr;
+      float* dW = p_.weight_grad ? floats((*outputs)[1], N * K, "weight gradient") : nullptr;
       float* dB = p_.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
       if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
       if (p_.kc_data < 0 || p_.kc_weight < 0)  // checked forward only (cpp/src/exact_fc.h)

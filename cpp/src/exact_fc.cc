@@ -1,5 +1,6 @@
 #include "exact_fc.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -180,7 +181,7 @@ bool check_fc(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const
           blocks->kc_data = find_block(N, [&](int64_t kc) { return trials.data_grad_agrees(kc); });
           blocks->kc_weight = find_block(M, [&](int64_t kc) { return trials.weight_grad_agrees(kc); });
         }
-        if (blocks->kc < 0 || blocks->kc_data < 0 || blocks->kc_weight < 0) return false;
+        if (blocks->kc < 0 || (backward && (blocks->kc_data < 0 || blocks->kc_weight < 0))) return false;
         found = true;
       } else if (!trials.forward_agrees(blocks->kc)) {
         return false;
@@ -220,10 +221,32 @@ bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attr
   return exact;
 }
 
-std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n) {
+std::vector<char> gradient_reach(const Trace& t) {
+  std::vector<char> reach(t.values.size(), 0);
+  if (t.backward < 0) return reach;
+  const Node& b = t.nodes[t.backward];  // inputs: heads, the given head gradients, the variables
+  const int heads = std::atoi(attr_value(b.attrs, "num_heads", "0").c_str());
+  const std::string mask = attr_value(b.attrs, "head_grads", "");
+  size_t first_var = static_cast<size_t>(heads);
+  for (int h = 0; h < heads && h < static_cast<int>(mask.size()); ++h) first_var += mask[h] == '1';
+  for (size_t i = first_var; i < b.in.size(); ++i) reach[b.in[i]] = 1;
+  for (int i = 0; i < t.backward; ++i) {
+    const Node& n = t.nodes[i];
+    bool any = false;
+    for (int v : n.in) any |= reach[v] != 0;
+    if (any)
+      for (int v : n.out) reach[v] = 1;
+  }
+  return reach;
+}
+
+std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vector<char>& reach) {
   if (n.op->name != "FullyConnected" || n.out.size() != 1 || !n.mutated.empty() || n.in.size() < 2) return {};
   const AVal& x = t.values[n.in[0]].aval;
   const AVal& w = t.values[n.in[1]].aval;
+  // Smaller products stay MXNet's: W4's (16, 128) by (512, 128), 1M multiply-adds, took longer
+  // as our op (a library op's call costs more than oneDNN's, and two threads do not pay there).
+  if (x.ndim == 2 && x.dims[0] * x.dims[1] * w.dims[0] < kMinMultiplyAdds) return {};
   const bool bias = !mx_bool(attr_value(n.attrs, "no_bias", "False"));
   if (n.in.size() != (bias ? 3u : 2u)) return {};
   if (x.ndim != 2 || w.ndim != 2 || x.dtype != 0 || w.dtype != 0 || x.dev_type != 1 || w.dev_type != 1) return {};
@@ -241,6 +264,11 @@ std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n) {
   attrs.push_back({"kc", std::to_string(blocks.kc)});
   attrs.push_back({"kc_data", std::to_string(blocks.kc_data)});
   attrs.push_back({"kc_weight", std::to_string(blocks.kc_weight)});
+  // The gradients the graph's backward() wants (the op's backward skips the others, as
+  // MXNet's does for a request of kNullOp: W3's first layer has no data gradient).
+  const bool wanted = t.backward >= 0;
+  attrs.push_back({"data_grad", wanted && reach[n.in[0]] ? "1" : "0"});
+  attrs.push_back({"weight_grad", wanted && reach[n.in[1]] ? "1" : "0"});
   return attrs;
 }
 

@@ -24,6 +24,9 @@
 
 namespace minpy {
 
+// Multiply-adds (rows x in x out) below which a FullyConnected stays MXNet's (fc_kernel_attrs).
+constexpr int64_t kMinMultiplyAdds = int64_t(4) << 20;
+
 struct FcBlocks {
   int64_t kc = 0, kc_data = 0, kc_weight = 0;  // reduction blocks: forward, data and weight gradients
 };
@@ -36,8 +39,13 @@ struct FcBlocks {
 bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
                       const AVal& weight, bool bias, bool training, bool backward, FcBlocks* blocks);
 
-// The node's FullyConnected may be a _minpy_fc in a graph that `t` lowers to: the op, data and
-// shapes fit (not yet the bit check). Null attributes if not; else the op's attributes.
-std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n);
+// Per value of `t`: 1 if the gradient of `t`'s backward() node (if any) reaches it, i.e. it is
+// one of the backward's variables or computed from one before the backward.
+std::vector<char> gradient_reach(const Trace& t);
+
+// The op's attributes if node `n`'s FullyConnected runs as _minpy_fc in the graph `t` lowers
+// to (the data and shapes fit, the work is large enough, and the bit check passed); else
+// none. `reach`: gradient_reach(t).
+std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vector<char>& reach);
 
 }  // namespace minpy

@@ -174,6 +174,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
                    const std::unordered_set<std::string>& nondifferentiable, bool fuse) {
   LoweredGraph g;
   const bool fc_kernels = fuse && R->cfg.fc_kernels;
+  const std::vector<char> gradient_reached = fc_kernels ? gradient_reach(t) : std::vector<char>{};
   std::vector<char> live = live_nodes(t, outputs);
   std::vector<std::vector<int>> deps = control_edges(t, live, outputs);
   const int N = static_cast<int>(t.nodes.size());
@@ -338,7 +339,7 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     // A FullyConnected our kernels compute bit for bit on both cores (exact_fc.h): not where
     // MXNet's autograd records the graph (our backward writes, never adds, its gradients).
     const std::vector<Attr> fc_attrs =
-        !fused && fc_kernels && !t.runs_recorded() ? fc_kernel_attrs(t, *node) : std::vector<Attr>{};
+        !fused && fc_kernels && !t.runs_recorded() ? fc_kernel_attrs(t, *node, gradient_reached) : std::vector<Attr>{};
     const bool our_fc = !fc_attrs.empty();
     begin_node(fused ? fu->op.c_str() : our_fc ? "_minpy_fc" : graph_op_name(t, *node), name);
     const std::vector<Attr>& node_attrs = our_fc ? fc_attrs : attrs;
