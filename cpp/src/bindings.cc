@@ -424,6 +424,6 @@ PYBIND11_MODULE(_core, m) {
     return py::make_tuple(b.kc, b.kc_data, b.kc_weight);
   }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("bias"), py::arg("training") = false,
      py::arg("backward") = true);
-  m.attr("fc_kernel_min_multiply_adds") = kMinMultiplyAdds;
+  m.attr("fc_kernel_min_multiply_adds") = fc_min_multiply_adds();
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

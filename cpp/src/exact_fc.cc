@@ -1,5 +1,6 @@
 #include "exact_fc.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -221,6 +222,14 @@ bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attr
   return exact;
 }
 
+int64_t fc_min_multiply_adds() {
+  static const int64_t n = [] {
+    const char* v = std::getenv("MINPY_JIT_FC_MIN_WORK");
+    return v && *v ? std::max<int64_t>(0, std::atoll(v)) : int64_t(4) << 20;
+  }();
+  return n;
+}
+
 std::vector<char> gradient_reach(const Trace& t) {
   std::vector<char> reach(t.values.size(), 0);
   if (t.backward < 0) return reach;
@@ -246,7 +255,7 @@ std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vect
   const AVal& w = t.values[n.in[1]].aval;
   // Smaller products stay MXNet's: W4's (16, 128) by (512, 128), 1M multiply-adds, took longer
   // as our op (a library op's call costs more than oneDNN's, and two threads do not pay there).
-  if (x.ndim == 2 && x.dims[0] * x.dims[1] * w.dims[0] < kMinMultiplyAdds) return {};
+  if (x.ndim == 2 && x.dims[0] * x.dims[1] * w.dims[0] < fc_min_multiply_adds()) return {};
   const bool bias = !mx_bool(attr_value(n.attrs, "no_bias", "False"));
   if (n.in.size() != (bias ? 3u : 2u)) return {};
   if (x.ndim != 2 || w.ndim != 2 || x.dtype != 0 || w.dtype != 0 || x.dev_type != 1 || w.dev_type != 1) return {};

@@ -24,8 +24,10 @@
 
 namespace minpy {
 
-// Multiply-adds (rows x in x out) below which a FullyConnected stays MXNet's (fc_kernel_attrs).
-constexpr int64_t kMinMultiplyAdds = int64_t(4) << 20;
+// Multiply-adds (rows x in x out) below which a FullyConnected stays MXNet's (fc_kernel_attrs):
+// 4M, or MINPY_JIT_FC_MIN_WORK when set (0 takes every shape: the fuzzer's setting, so that
+// its small programs run our kernels).
+int64_t fc_min_multiply_adds();
 
 struct FcBlocks {
   int64_t kc = 0, kc_data = 0, kc_weight = 0;  // reduction blocks: forward, data and weight gradients
