@@ -2,6 +2,7 @@
 #include "exact_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -18,9 +19,12 @@ void transpose_columns_avx2(const float* X, int64_t M, int64_t K, float* XT, int
 
 namespace {
 
+// 0: the CPU decides; 1: AVX2 tiles even where AVX-512 runs (minpy_gemm_force_isa, for tests).
+std::atomic<int> forced_isa{0};
+
 bool wide() {
   static const bool w = __builtin_cpu_supports("avx512f");
-  return w;
+  return w && forced_isa.load(std::memory_order_relaxed) != 1;
 }
 
 // Multiply-adds a helper thread must get to pay for waking it (about 2 us of work).
@@ -100,6 +104,11 @@ void fc_backward(const float* dY, const float* X, const float* W, float* dX, flo
 }  // namespace minpy_kernels
 
 // ---- direct calls, for the runtime's exactness check and the tests (ctypes) ----
+
+// Tests: 1 runs the AVX2 tiles on an AVX-512 CPU too, 0 lets the CPU decide; returns the old setting.
+extern "C" __attribute__((visibility("default"))) int minpy_gemm_force_isa(int isa) {
+  return minpy_kernels::gemm::forced_isa.exchange(isa);
+}
 
 extern "C" __attribute__((visibility("default"))) int minpy_gemm_supported() {
   return minpy_kernels::gemm::supported() ? 1 : 0;

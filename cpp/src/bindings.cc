@@ -251,6 +251,20 @@ py::list graphs() {
   return out;
 }
 
+// A FullyConnected call of float32 CPU data (rows, in) by a (out, in) weight, as the bit checks
+// of projections.h and exact_fc.h take it: for the tests' bindings below.
+struct FcProbe {
+  AtomicSymbolCreator fc = nullptr;
+  AVal data, weight;
+  std::vector<Attr> attrs;
+  FcProbe(int64_t rows, int64_t in, int64_t out, bool bias) {
+    MX_CALL(NNGetOpHandle("FullyConnected", &fc));
+    data.ndim = weight.ndim = 2;
+    data.dims[0] = rows, data.dims[1] = in, weight.dims[0] = out, weight.dims[1] = in;
+    attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
+  }
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -401,26 +415,16 @@ PYBIND11_MODULE(_core, m) {
   // Whether FullyConnected (float32, cpu) computes `blocks` blocks of `rows` rows by a (out, in)
   // weight bit for bit as one call (projections.h): for tests and benchmarks.
   m.def("row_blocks_exact", [](int64_t rows, int64_t in, int64_t out, int blocks, bool bias, bool training) {
-    AtomicSymbolCreator fc = nullptr;
-    MX_CALL(NNGetOpHandle("FullyConnected", &fc));
-    AVal data, weight;
-    data.ndim = weight.ndim = 2;
-    data.dims[0] = rows, data.dims[1] = in, weight.dims[0] = out, weight.dims[1] = in;
-    std::vector<Attr> attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
-    return row_blocks_exact(fc, attrs, data, weight, bias, blocks, training);
+    const FcProbe p(rows, in, out, bias);
+    return row_blocks_exact(p.fc, p.attrs, p.data, p.weight, bias, blocks, training);
   }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("blocks"), py::arg("bias"), py::arg("training") = false);
   // The reduction blocks (forward, data and weight gradients) with which _minpy_fc gives
   // FullyConnected's bits on data (rows, in) by a (out, in) weight (exact_fc.h), or None.
   m.def("fc_kernel_blocks", [](int64_t rows, int64_t in, int64_t out, bool bias, bool training,
                                bool backward) -> py::object {
-    AtomicSymbolCreator fc = nullptr;
-    MX_CALL(NNGetOpHandle("FullyConnected", &fc));
-    AVal data, weight;
-    data.ndim = weight.ndim = 2;
-    data.dims[0] = rows, data.dims[1] = in, weight.dims[0] = out, weight.dims[1] = in;
-    std::vector<Attr> attrs = {{"num_hidden", std::to_string(out)}, {"no_bias", bias ? "False" : "True"}};
+    const FcProbe p(rows, in, out, bias);
     FcBlocks b;
-    if (!fc_kernel_blocks(fc, attrs, data, weight, bias, training, backward, &b)) return py::none();
+    if (!fc_kernel_blocks(p.fc, p.attrs, p.data, p.weight, bias, training, backward, &b)) return py::none();
     return py::make_tuple(b.kc, b.kc_data, b.kc_weight);
   }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("bias"), py::arg("training") = false,
      py::arg("backward") = true);

@@ -62,12 +62,7 @@ class FcTrials {
     OwnedArrays held;
     NDArrayHandle hx = nullptr;
     if (unaligned) {
-      std::vector<float> padded(x_.size() + 1, 0.0f);
-      std::copy(x_.begin(), x_.end(), padded.begin() + 1);
-      AVal line = data_;
-      line.ndim = 1;
-      line.dims[0] = static_cast<int64_t>(padded.size());
-      NDArrayHandle flat = array_of(line, padded.data(), &held);
+      NDArrayHandle flat = padded_array(x_, data_, &held);
       hx = flat ? block_view(flat, 1, M_, K_, &held) : nullptr;
     } else {
       hx = array_of(data_, x_.data(), &held);

@@ -22,6 +22,15 @@ NDArrayHandle array_of(const AVal& a, const float* data, OwnedArrays* held) {
   return h;
 }
 
+NDArrayHandle padded_array(const std::vector<float>& x, const AVal& like, OwnedArrays* held) {
+  std::vector<float> padded(x.size() + 1, 0.0f);
+  std::copy(x.begin(), x.end(), padded.begin() + 1);
+  AVal line = like;
+  line.ndim = 1;
+  line.dims[0] = static_cast<int64_t>(padded.size());
+  return array_of(line, padded.data(), held);
+}
+
 NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, OwnedArrays* held) {
   NDArrayHandle part = nullptr, shaped = nullptr;
   if (MXNDArraySlice64(flat, start, start + rows * in, &part) != 0) return nullptr;

@@ -19,6 +19,10 @@ std::string canonical_attrs(std::vector<Attr> attrs);
 // A new array of `a` holding `data` (null on failure); freed with `held`.
 NDArrayHandle array_of(const AVal& a, const float* data, OwnedArrays* held);
 
+// A 1-D array of `like`'s dtype and context holding a zero, then `x`: views of it from
+// element 1 on are unaligned, as an eager call's data may be (null on failure).
+NDArrayHandle padded_array(const std::vector<float>& x, const AVal& like, OwnedArrays* held);
+
 // A (rows, in) view of 1-D `flat` from element `start` on (null on failure).
 NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_t in, OwnedArrays* held);
 

@@ -57,14 +57,7 @@ class Trials {
     std::vector<float> whole, block;
     if (!run_op(creator_, keys_, vals_, inputs(hx), block_out * blocks_, &whole, &held)) return false;
     NDArrayHandle flat = nullptr;  // unaligned: [pad, x...] as one 1-D array the blocks are views of
-    if (unaligned) {
-      std::vector<float> padded(x.size() + 1, 0.0f);
-      std::copy(x.begin(), x.end(), padded.begin() + 1);
-      AVal line = data_;
-      line.ndim = 1;
-      line.dims[0] = static_cast<int64_t>(padded.size());
-      if (!(flat = array_of(line, padded.data(), &held))) return false;
-    }
+    if (unaligned && !(flat = padded_array(x, data_, &held))) return false;
     for (int k = 0; k < blocks_; ++k) {
       NDArrayHandle hk = unaligned ? block_view(flat, 1 + k * rows * in, rows, in, &held)
                                    : array_of(data_, x.data() + static_cast<size_t>(k * rows * in), &held);
