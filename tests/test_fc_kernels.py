@@ -241,3 +241,44 @@ def test_avx2_tiles_give_the_same_bits(rows, inputs, outputs):
     y.backward(nd.array(dY))
     for got, want in zip(avx2, (y, x.grad, w.grad, b.grad)):
         np.testing.assert_array_equal(got.view(np.int32), want.asnumpy().view(np.int32))
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_random_gradient_requests_equal_eager(case):
+    """Two layers of W3's second shape under record(), backward() in the scope: which of the
+    data, weights and biases take gradients (and with which request) is drawn at random, so
+    the op's backward skips different products (gradient_reach); every gradient and the
+    loss equal eager's."""
+    rng = np.random.default_rng(100 + case)
+    arrays = {"x": wide(64, 256, seed=40 + case), "w1": wide(256, 256, seed=50 + case), "b1": wide(256, seed=60 + case),
+              "w2": wide(256, 256, seed=70 + case), "b2": wide(256, seed=80 + case)}
+    wants = {k: bool(rng.integers(2)) for k in arrays}
+    wants["w2"] = True  # at least one variable
+    middle_grad = bool(rng.integers(2))  # the hidden layer's output marked as a variable too
+
+    def fn(**arrs):
+        for k, a in arrs.items():
+            if wants[k]:
+                a.attach_grad()
+        with autograd.record():
+            h = nd.FullyConnected(arrs["x"], arrs["w1"], arrs["b1"], num_hidden=256)
+            if middle_grad:
+                h = h.detach()
+                h.attach_grad()
+            y = nd.FullyConnected(nd.relu(h), arrs["w2"], arrs["b2"], num_hidden=256)
+            loss = (y * y).mean()
+        loss.backward()
+        grads = {k: a.grad for k, a in arrs.items() if wants[k]}
+        if middle_grad:
+            grads["h"] = h.grad
+        return loss, grads
+
+    nd_arrays = {k: nd.array(v) for k, v in arrays.items()}
+    e = fn(**{k: v.copy() for k, v in nd_arrays.items()})
+    with minpy_jit.jit():
+        j = fn(**{k: v.copy() for k, v in nd_arrays.items()})
+    assert_same(e, j)
+    # attach_grad on the hidden layer's output flushes the first layer (a recorded graph: MXNet's
+    # operator); the second joins the backward's graph
+    taken = 1 if middle_grad else 2
+    assert fc_kernels_in_graphs() == (taken if exact(64, 256, 256, training=True, backward=True) else 0)
