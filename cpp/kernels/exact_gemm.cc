@@ -47,7 +47,7 @@ void run(const Args& g, int threads) {
   };
   // Chunks of about a quarter of a thread's share: a helper that wakes late still gets work.
   const int64_t chunk = std::max<int64_t>(1, tiles / (4 * std::max(threads, 1)));
-  parallel_chunks(tiles, chunk, threads, std::move(body));
+  parallel_chunks(tiles, chunk, threads, std::move(body), idle_spin_ns());  // a graph's next GEMM follows soon
 }
 
 namespace {
@@ -62,7 +62,7 @@ void fc_forward(const float* X, const float* W, const float* b, float* Y, int64_
   // from X^T. Y is written through its strides.
   constexpr int64_t kColumns = 64;  // columns of X a chunk of the transposition takes
   parallel_chunks(K, kColumns, threads_for_work(M * K, kMinWork / 4),
-                  [&](int64_t k0, int64_t k1) { transpose_columns_avx2(X, M, K, scratch, k0, k1); });
+                  [&](int64_t k0, int64_t k1) { transpose_columns_avx2(X, M, K, scratch, k0, k1); }, idle_spin_ns());
   Args g;
   g.I = N, g.J = M, g.R = K;
   g.A = W, g.a_is = K, g.a_rs = 1;

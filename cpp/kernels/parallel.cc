@@ -53,6 +53,7 @@ struct Job {
   void (*body)(void*, int64_t, int64_t);
   void* ctx;
   int64_t n, chunk;
+  int64_t linger_ns = 0;  // helpers stay awake this long after it
   std::atomic<int64_t> next{0};
   std::atomic<int> joined{0};  // helpers running chunks of this job (changed under Pool::mu)
 
@@ -107,20 +108,21 @@ class Pool {
 
   void helper() {
     std::unique_lock<std::mutex> lock(mu_);
+    int64_t linger = 0;  // of the last job this helper ran
     for (;;) {
-      if (!(job_ != nullptr && wanted_ > 0)) {
-        // Awake a little before sleeping: a graph's kernels often call again within
-        // microseconds (W3's six GEMMs a step, W4's fifty), and waking a sleeping helper
-        // takes tens of them. Bounded, so an idle helper soon stops taking a core.
+      if (linger > 0 && !(job_ != nullptr && wanted_ > 0)) {
+        // Awake a little before sleeping, where the last job asked for it (parallel.h).
+        // Bounded, so an idle helper soon stops taking a core.
         const uint64_t seen = posted_.load(std::memory_order_acquire);
         lock.unlock();
-        spin_until([this, seen] { return posted_.load(std::memory_order_acquire) != seen; }, idle_spin_ns());
+        spin_until([this, seen] { return posted_.load(std::memory_order_acquire) != seen; }, linger);
         lock.lock();
       }
       wake_.wait(lock, [this] { return job_ != nullptr && wanted_ > 0; });
       Job* job = job_;
       --wanted_;
       ++job->joined;
+      linger = job->linger_ns;
       lock.unlock();
       job->run();
       lock.lock();
@@ -163,12 +165,14 @@ Pool& the_pool() {
 
 }  // namespace
 
-void run_chunks(int64_t n, int64_t chunk, int threads, void (*body)(void*, int64_t, int64_t), void* ctx) {
+void run_chunks(int64_t n, int64_t chunk, int threads, void (*body)(void*, int64_t, int64_t), void* ctx,
+                int64_t linger_ns) {
   Job job;
   job.body = body;
   job.ctx = ctx;
   job.n = n;
   job.chunk = chunk;
+  job.linger_ns = linger_ns;
   the_pool().run(job, threads);
 }
 

@@ -7,10 +7,13 @@
 // W2's chain took 105-124 ms a call on two OpenMP threads against 86-95 ms on one, and 10 ms
 // more CPU (benchmarks/kernel_threads.py, /tmp measurements in the commit). Here the calling
 // thread takes chunks too and waits only for chunks a helper has already taken: a helper
-// that wakes late finds nothing left and goes back to sleep. A helper stays awake (spinning)
-// for 100 us after its last job (MINPY_KERNELS_SPIN_US) and the caller for at most 50 us waiting for a helper's last
-// chunk: a graph's kernels call again within microseconds, and a sleeping thread's wake-up
-// took 20-30 us here (a 100 us job on two threads: 86 us a call sleeping, 56 us with the spin).
+// that wakes late finds nothing left and goes back to sleep. The caller waits for a helper's
+// last chunk awake (spinning) for up to 50 us before sleeping, and after a GEMM (exact_gemm.h)
+// the helpers stay awake for 100 us (MINPY_KERNELS_SPIN_US): a graph's GEMMs follow each other
+// within microseconds, and a sleeping thread's wake-up took 20-30 us here (a 100 us job on two
+// threads: 86 us a call sleeping, 56 us with the spin). Other kernels' helpers sleep at once:
+// awake, they took a core from the Python thread recording the next segment (W5's 200
+// updates under jit(): 0.40 ms a call sleeping against 0.46 spinning).
 //
 // A kernel asks for threads only where its work is large enough (each kernel states its
 // threshold, measured); the split never changes a result: every element is computed by the
@@ -32,8 +35,8 @@ int max_threads();
 // Calls that ran on more than one thread, since the library loaded (minpy_jit.kernel_threads()).
 extern std::atomic<int64_t> parallel_calls;
 
-// How long an idle helper stays awake for the next call (MINPY_KERNELS_SPIN_US, default 100 us;
-// 0: it sleeps at once).
+// How long helpers stay awake after a call that expects a next one soon (a GEMM of a graph:
+// exact_gemm.cc passes it as linger_ns): MINPY_KERNELS_SPIN_US, default 100 us.
 int64_t idle_spin_ns();
 
 // MINPY_KERNELS_THRESHOLD_SCALE (default 1) multiplies every kernel's threshold: 0 threads
@@ -51,17 +54,19 @@ inline int threads_for_work(int64_t work, int64_t min_work) {
 
 // body(ctx, begin, end) over [0, n) in chunks of `chunk` items, on the calling thread and up
 // to threads - 1 helpers. Chunks are handed out on demand. Runs on the calling thread alone
-// when threads <= 1, n <= chunk, or the helpers are busy with another call.
-void run_chunks(int64_t n, int64_t chunk, int threads, void (*body)(void*, int64_t, int64_t), void* ctx);
+// when threads <= 1, n <= chunk, or the helpers are busy with another call. `linger_ns`: how
+// long the helpers stay awake afterwards for a next call (0: they sleep at once).
+void run_chunks(int64_t n, int64_t chunk, int threads, void (*body)(void*, int64_t, int64_t), void* ctx,
+                int64_t linger_ns);
 
 template <class Body>
-void parallel_chunks(int64_t n, int64_t chunk, int threads, Body&& body) {
+void parallel_chunks(int64_t n, int64_t chunk, int threads, Body&& body, int64_t linger_ns = 0) {
   if (threads <= 1 || n <= chunk) {
     if (n > 0) body(int64_t(0), n);
     return;
   }
   run_chunks(n, chunk, threads,
-             [](void* b, int64_t begin, int64_t end) { (*static_cast<Body*>(b))(begin, end); }, &body);
+             [](void* b, int64_t begin, int64_t end) { (*static_cast<Body*>(b))(begin, end); }, &body, linger_ns);
 }
 
 }  // namespace minpy_kernels
