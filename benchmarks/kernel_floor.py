@@ -5,7 +5,8 @@ W3 (the Gluon MLP step: forward, backward, trainer.step) and W4 (50 LSTM cell st
 graph's operators cost in MXNet, plus the engine's pushes. This script runs each under MXNet's
 profiler (aggregate statistics, operators only) and prints, per step, the milliseconds spent in
 each operator, their sum and the wall time of the same steps. For W3 it also prints the GEMM
-rate of MXNet's FullyConnected forward and backward kernels (the step's FLOPs over their time)
+rate of the FullyConnected forward and backward kernels, MXNet's and ours (_minpy_fc, the
+README's gemm stage), together (the step's FLOPs over their time)
 next to NumPy's single-precision GEMM on W3's first layer, measured in the same process: the
 rate the machine's two cores give a well-tuned GEMM.
 
@@ -92,8 +93,9 @@ def w3(steps):
     layers = list(zip(sizes[:-1], sizes[1:]))
     fwd = sum(2 * b * i * o for i, o in layers)
     bwd = fwd + sum(2 * b * i * o for i, o in layers[1:])
-    fc = sum(ms for name, ms in ops.items() if name == "FullyConnected")
-    fc_bwd = sum(ms for name, ms in ops.items() if name == "_backward_FullyConnected")
+    # MXNet's FullyConnected or our _minpy_fc (the gemm stage: W3's two large layers)
+    fc = sum(ms for name, ms in ops.items() if name in ("FullyConnected", "_minpy_fc"))
+    fc_bwd = sum(ms for name, ms in ops.items() if name in ("_backward_FullyConnected", "_backward__minpy_fc"))
     a = np.random.RandomState(0).uniform(-1, 1, (b, sizes[0])).astype(np.float32)
     w = np.random.RandomState(1).uniform(-1, 1, (sizes[0], sizes[1])).astype(np.float32)
     best = float("inf")
@@ -104,7 +106,7 @@ def w3(steps):
         best = min(best, (time.perf_counter() - t) / 100)
     np_rate = 2 * b * sizes[0] * sizes[1] / best / 1e9
     if fc and fc_bwd:
-        print("  GEMM rate: FullyConnected %.0f GFLOP/s, its backward %.0f GFLOP/s; NumPy's sgemm "
+        print("  GEMM rate: FullyConnected and _minpy_fc %.0f GFLOP/s, their backward %.0f GFLOP/s; NumPy's sgemm "
               "(%dx%d @ %dx%d) %.0f GFLOP/s" % (fwd / fc / 1e6, bwd / fc_bwd / 1e6, b, sizes[0], sizes[0], sizes[1],
                                                  np_rate))
         print("  the step's GEMMs at NumPy's rate: %.3f ms" % ((fwd + bwd) / np_rate / 1e6))
