@@ -11,7 +11,7 @@
 // last chunk awake (spinning) for up to 50 us before sleeping, and after a GEMM (exact_gemm.h)
 // the helpers stay awake for 100 us (MINPY_KERNELS_SPIN_US): a graph's GEMMs follow each other
 // within microseconds, and a sleeping thread's wake-up took 20-30 us here (a 100 us job on two
-// threads: 86 us a call sleeping, 56 us with the spin). Other kernels' helpers sleep at once:
+// threads: 86 us a call when caller and helpers slept, 56 us awake). Other kernels' helpers sleep at once:
 // awake, they took a core from the Python thread recording the next segment (W5's 200
 // updates under jit(): 0.40 ms a call sleeping against 0.46 spinning).
 //
