@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "executor.h"
 #include "kernel_check.h"
 #include "mxparse.h"
 #include "runtime.h"
@@ -87,19 +88,10 @@ class FcTrials {
       return false;
     NDArrayHandle y = nullptr;
     {
-      int was = 0, unused = 0;
-      MXAutogradSetIsRecording(1, &was);
-      int n_out = 0;
-      NDArrayHandle* results = nullptr;
-      const int rc = without_gil([&] {
-        return MXImperativeInvoke(creator_, static_cast<int>(vars.size()), vars.data(), &n_out, &results,
-                                  static_cast<int>(keys_.size()), keys_.data(), vals_.data());
-      });
-      if (rc == 0 && n_out == 1) y = results[0];
-      MXAutogradSetIsRecording(was, &unused);
-      if (!y) return false;
-      held.handles.push_back(y);
+      AutogradState recording(true, training_);
+      y = invoke_op(creator_, keys_, vals_, vars, &held);
     }
+    if (!y) return false;
     const int rc = without_gil([&] {
       return MXAutogradBackwardEx(1, &y, &hdy, 0, nullptr, 0, 0, training_ ? 1 : 0, nullptr, nullptr);
     });
@@ -162,8 +154,9 @@ bool check_fc(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const
   auto bwd = reinterpret_cast<FcBackward>(kernel_symbol("minpy_fc_backward"));
   auto supported = reinterpret_cast<int (*)()>(kernel_symbol("minpy_gemm_supported"));
   if (!fwd || !bwd || !supported || !supported()) return false;
-  RecordingPaused paused;  // our draws are no part of the user's autograd graph
-  TrainingFlag flag(training);
+  // Our draws are no part of the user's autograd graph; the graph's training flag (oneDNN's
+  // forward kind follows it).
+  AutogradState state(false, training);
   FcTrials trials(creator, attrs, data, weight, bias, training, fwd, bwd);
   const int64_t M = data.dims[0], K = data.dims[1], N = weight.dims[0];
   bool found = false;

@@ -1,6 +1,7 @@
 #include "kernel_check.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace minpy {
 
@@ -46,8 +47,8 @@ bool read_floats(NDArrayHandle h, size_t size, std::vector<float>* out) {
   return without_gil([&] { return MXNDArraySyncCopyToCPU(h, out->data(), size); }) == 0;
 }
 
-bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
-            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
+NDArrayHandle invoke_op(AtomicSymbolCreator creator, const std::vector<const char*>& keys,
+                        const std::vector<const char*>& vals, std::vector<NDArrayHandle> inputs, OwnedArrays* held) {
   int n_out = 0;
   NDArrayHandle* results = nullptr;
   NDArrayHandle result = nullptr;
@@ -58,9 +59,15 @@ bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vec
     for (int i = 1; r == 0 && i < n_out; ++i) held->handles.push_back(results[i]);
     return r;
   });
-  if (rc != 0 || !result) return false;
+  if (rc != 0 || !result) return nullptr;
   held->handles.push_back(result);
-  return read_floats(result, out_size, out);
+  return result;
+}
+
+bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+            std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
+  NDArrayHandle result = invoke_op(creator, keys, vals, std::move(inputs), held);
+  return result && read_floats(result, out_size, out);
 }
 
 }  // namespace minpy

@@ -29,6 +29,11 @@ NDArrayHandle block_view(NDArrayHandle flat, int64_t start, int64_t rows, int64_
 // A copy of `h`'s floats (false on failure).
 bool read_floats(NDArrayHandle h, size_t size, std::vector<float>* out);
 
+// MXNet's operator on `inputs` (under the thread's autograd state): its first result, held by
+// `held` (null on any failure).
+NDArrayHandle invoke_op(AtomicSymbolCreator creator, const std::vector<const char*>& keys,
+                        const std::vector<const char*>& vals, std::vector<NDArrayHandle> inputs, OwnedArrays* held);
+
 // MXNet's operator on `inputs`, its first result copied into `out` (false on any failure).
 bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
             std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held);
@@ -53,21 +58,6 @@ class DrawSource {
 
  private:
   uint64_t state_;
-};
-
-// Sets autograd's training flag for its life (the graph's flag: oneDNN's forward kind follows it).
-class TrainingFlag {
- public:
-  explicit TrainingFlag(bool training) { MXAutogradSetIsTraining(training ? 1 : 0, &was_); }
-  ~TrainingFlag() {
-    int unused = 0;
-    MXAutogradSetIsTraining(was_, &unused);
-  }
-  TrainingFlag(const TrainingFlag&) = delete;
-  TrainingFlag& operator=(const TrainingFlag&) = delete;
-
- private:
-  int was_ = 0;
 };
 
 }  // namespace minpy

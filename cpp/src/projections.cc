@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "executor.h"
 #include "kernel_check.h"
 #include "mxapi.h"
 #include "mxparse.h"
@@ -85,8 +86,8 @@ class Trials {
 // array), in case the kernel's sums depend on the data's alignment.
 bool check_row_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
                       const AVal& weight, bool bias, int blocks, bool training) {
-  RecordingPaused paused;  // no op of the user's autograd graph
-  TrainingFlag flag(training);
+  // No op of the user's autograd graph; the graph's training flag (oneDNN's forward kind follows it).
+  AutogradState state(false, training);
   for (Draw draw : {Draw::kWide, Draw::kUnderflow}) {
     Trials trials(creator, attrs, data, weight, bias, blocks);
     for (int n = 0; n < 2 || (trials.compared() < (1u << 16) && n < 128); ++n)
