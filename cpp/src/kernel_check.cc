@@ -47,8 +47,8 @@ bool read_floats(NDArrayHandle h, size_t size, std::vector<float>* out) {
   return without_gil([&] { return MXNDArraySyncCopyToCPU(h, out->data(), size); }) == 0;
 }
 
-NDArrayHandle invoke_op(AtomicSymbolCreator creator, const std::vector<const char*>& keys,
-                        const std::vector<const char*>& vals, std::vector<NDArrayHandle> inputs, OwnedArrays* held) {
+NDArrayHandle invoke_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+                        std::vector<NDArrayHandle> inputs, OwnedArrays* held) {
   int n_out = 0;
   NDArrayHandle* results = nullptr;
   NDArrayHandle result = nullptr;
@@ -66,7 +66,7 @@ NDArrayHandle invoke_op(AtomicSymbolCreator creator, const std::vector<const cha
 
 bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
             std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
-  NDArrayHandle result = invoke_op(creator, keys, vals, std::move(inputs), held);
+  NDArrayHandle result = invoke_op(creator, std::move(keys), std::move(vals), std::move(inputs), held);
   return result && read_floats(result, out_size, out);
 }
 

@@ -31,8 +31,8 @@ bool read_floats(NDArrayHandle h, size_t size, std::vector<float>* out);
 
 // MXNet's operator on `inputs` (under the thread's autograd state): its first result, held by
 // `held` (null on any failure).
-NDArrayHandle invoke_op(AtomicSymbolCreator creator, const std::vector<const char*>& keys,
-                        const std::vector<const char*>& vals, std::vector<NDArrayHandle> inputs, OwnedArrays* held);
+NDArrayHandle invoke_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+                        std::vector<NDArrayHandle> inputs, OwnedArrays* held);
 
 // MXNet's operator on `inputs`, its first result copied into `out` (false on any failure).
 bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
