@@ -244,7 +244,13 @@ def test_inplace_writes_through_views_replay_eagerly():
     assert_same(run_eager(fn, x), got)
     eager = [e for e in minpy_jit.events() if e["eager"]]
     assert eager, minpy_jit.events()
-    assert all("in-place write" in e["miss_reason"] and "view" in e["miss_reason"] for e in eager), eager
+    inplace = [e for e in eager if "in-place write" in e["miss_reason"] and "view" in e["miss_reason"]]
+    # The two flushes holding the writes through views say so. The last one (`x * 2`) has no such
+    # write: it compiles, or, when the eager writes before it are still running in MXNet's
+    # engine, runs op by op (an error of theirs must reach exactly what it reaches eagerly).
+    assert [e["cause"] for e in inplace] == ["reshape view", "eager op _plus_scalar"], eager
+    assert all(e in inplace or ("ran op by op" in e["miss_reason"] and "may have failed" in e["miss_reason"])
+               for e in eager), eager
     s = minpy_jit.stats()
     assert s["eager_replays"] >= 1
     assert sum(s["fallbacks"].values()) >= len(eager), s["fallbacks"]
