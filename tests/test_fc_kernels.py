@@ -6,6 +6,8 @@ compares with eager MXNet bit for bit (values, gradients, updated weights); whet
 was taken over follows `_core.fc_kernel_blocks`, the check the lowering itself makes, and is
 asserted from graphs() so that a test of the op cannot pass with the op silently unused.
 """
+import json
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -138,6 +140,18 @@ def test_w3_training_steps_equal_eager(optimizer):
         return losses, [p.data() for p in net.collect_params().values()]
 
     assert_same(*run_both(train, x, y))
+    # Dense(activation='relu'): the two large layers apply their relu; their gradient nodes
+    # are _minpy_fc_grad, not behind BlockGrad
+    taken = [exact(64, i, 256, training=True, backward=True) for i in (784, 256)]
+    relu = _core.relu_epilogue_exact(64, 256, training=True)
+    for g in minpy_jit.graphs():
+        nodes = json.loads(g["json"])["nodes"]
+        if not any(n["op"] in ("_minpy_fc", "FullyConnected") for n in nodes):
+            continue  # the Trainer's setup
+        assert [n["attrs"].get("act") for n in nodes if n["op"] == "_minpy_fc"] == \
+            [("relu" if relu else None) for t in taken if t]
+        assert sum(n["op"] == "_minpy_fc_grad" for n in nodes) == sum(taken)
+    assert not blocked_fc_gradients()
     layers = [(64, 784, 256), (64, 256, 256), (64, 256, 10)]
     assert fc_kernels_in_graphs() == sum(exact(*s, training=True, backward=True) for s in layers)
 
@@ -282,3 +296,95 @@ def test_random_gradient_requests_equal_eager(case):
     # operator); the second joins the backward's graph
     taken = 1 if middle_grad else 2
     assert fc_kernels_in_graphs() == (taken if exact(64, 256, 256, training=True, backward=True) else 0)
+
+
+# ------------------------------------------------------------------ the relu after the product
+
+def graph_json_nodes():
+    """The operator nodes of every compiled graph, as MXNet was given them."""
+    return [n for g in minpy_jit.graphs() for n in json.loads(g["json"])["nodes"] if n["op"] != "null"]
+
+
+def blocked_fc_gradients():
+    """BlockGrad nodes reading a _minpy_fc_grad node, in every compiled graph."""
+    found = []
+    for g in minpy_jit.graphs():
+        nodes = json.loads(g["json"])["nodes"]
+        found += [n for n in nodes if n["op"] == "BlockGrad" and nodes[n["inputs"][0][0]]["op"] == "_minpy_fc_grad"]
+    return found
+
+
+def specials_data(rows, inputs, outputs, seed):
+    """Data, weight and bias giving products with infinities, NaNs and whole columns below
+    zero (the relu masks every row of them, so their bias gradients are sums of zeros whose
+    signs show how the masking was done)."""
+    xv, wv, bv = wide(rows, inputs, seed=seed), wide(outputs, inputs, seed=seed + 1), wide(outputs, seed=seed + 2)
+    xv[0, 1], xv[1, 2], xv[3, :] = np.inf, np.nan, -np.inf
+    bv[5::7] = -1e30  # far below any product: these columns are negative in every row
+    return nd.array(xv), nd.array(wv), nd.array(bv)
+
+
+@pytest.mark.parametrize("rows,inputs,outputs", TAKEN_WITH_GRADIENTS)
+def test_relu_reading_the_product_runs_in_the_op(rows, inputs, outputs):
+    """Activation(relu) of a FullyConnected (Gluon's Dense(activation='relu')) under record(),
+    backward() in the scope: the op applies the relu and, in the backward, its gradient (act=relu);
+    MXNet's gradient pass's node for the op is _minpy_fc_grad, read without BlockGrad. Products
+    and head gradients with infinities, NaNs and signed zeros: every bit as eager's."""
+    x, w, b = specials_data(rows, inputs, outputs, seed=90)
+    hv = wide(rows, outputs, seed=93)
+    hv[::3, ::5] *= -1e-30  # tiny negative gradients where the relu is zero: -0 after masking
+    hv[2, 3], hv[4, :2] = np.nan, np.inf
+    head = nd.array(hv)
+
+    def fn(x, w, b, head):
+        for a in (x, w, b):
+            a.attach_grad()
+        with autograd.record():
+            z = nd.Activation(nd.FullyConnected(x, w, b, num_hidden=outputs), act_type="relu")
+            loss = (z * head).sum()
+        loss.backward()
+        return z, x.grad, w.grad, b.grad
+
+    assert_same(*run_both(fn, x, w, b, head))
+    taken = exact(rows, inputs, outputs, training=True, backward=True)
+    relu = taken and _core.relu_epilogue_exact(rows, outputs, training=True)
+    nodes = graph_json_nodes()
+    fc = [n for n in nodes if n["op"] == "_minpy_fc"]
+    assert len(fc) == (1 if taken else 0)
+    assert [n["attrs"].get("act") for n in fc] == (["relu"] if relu else [None] * len(fc))
+    assert sum(n["op"] == "Activation" for n in nodes) == (0 if relu else 1)
+    assert sum(n["op"] == "_minpy_fc_grad" for n in nodes) == len(fc)
+    assert not blocked_fc_gradients()
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_relu_in_forward_only_graph(training):
+    """No backward in the graph: the relu is applied in the op all the same (checked with the
+    graph's training flag, which oneDNN's forward follows). (Where elementwise ops follow it,
+    the relu joins their fused kernel instead.)"""
+    x, w, b = specials_data(64, 256, 256, seed=95)
+
+    def fn(x, w, b):
+        with autograd.train_mode() if training else autograd.predict_mode():
+            return nd.Activation(nd.FullyConnected(x, w, b, num_hidden=256), act_type="relu")
+
+    assert_same(*run_both(fn, x, w, b))
+    relu = exact(64, 256, 256, training=training) and _core.relu_epilogue_exact(64, 256, training=training)
+    assert [n["attrs"].get("act") for n in graph_json_nodes() if n["op"] == "_minpy_fc"] == (["relu"] if relu else [None])
+
+
+def test_relu_not_applied_where_the_product_is_read_elsewhere():
+    """The product is also returned (or read by another op): it must exist, so the Activation
+    is computed apart (here, in the elementwise kernel); nd.relu (a different operator, which
+    keeps NaNs) is never folded in."""
+    x, w, b = specials_data(64, 256, 256, seed=97)
+
+    def fn(x, w, b):
+        y = nd.FullyConnected(x, w, b, num_hidden=256)
+        y2 = nd.FullyConnected(x, w, None, num_hidden=256, no_bias=True)
+        return y, nd.Activation(y, act_type="relu"), nd.relu(y2)
+
+    assert_same(*run_both(fn, x, w, b))
+    nodes = graph_json_nodes()
+    assert all("act" not in n["attrs"] for n in nodes if n["op"] == "_minpy_fc")
+    assert sum(n["op"] == "_minpy_fc" for n in nodes) == exact(64, 256, 256) + exact(64, 256, 256, bias=False)

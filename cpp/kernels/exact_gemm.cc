@@ -100,6 +100,16 @@ void fc_backward(const float* dY, const float* X, const float* W, float* dX, flo
   }
 }
 
+// Plain loops: the compiler vectorises them (max and compare-and-blend keep these semantics
+// without -ffast-math, which this library is never built with).
+void relu_forward(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
+void relu_backward(const float* g, const float* out, float* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = out[i] > 0.0f ? g[i] : g[i] * 0.0f;
+}
+
 }  // namespace gemm
 }  // namespace minpy_kernels
 
@@ -127,4 +137,13 @@ extern "C" __attribute__((visibility("default"))) void minpy_fc_backward(const f
                                                                         int64_t N, int64_t kc_data,
                                                                         int64_t kc_weight) {
   minpy_kernels::gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, kc_data, kc_weight);
+}
+
+extern "C" __attribute__((visibility("default"))) void minpy_relu_forward(float* y, int64_t n) {
+  minpy_kernels::gemm::relu_forward(y, n);
+}
+
+extern "C" __attribute__((visibility("default"))) void minpy_relu_backward(const float* g, const float* out,
+                                                                          float* d, int64_t n) {
+  minpy_kernels::gemm::relu_backward(g, out, d, n);
 }

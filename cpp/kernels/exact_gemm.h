@@ -50,5 +50,13 @@ void fc_forward(const float* X, const float* W, const float* b, float* Y, int64_
 void fc_backward(const float* dY, const float* X, const float* W, float* dX, float* dW, float* dB, int64_t M,
                  int64_t K, int64_t N, int64_t kc_data, int64_t kc_weight);
 
+// MXNet's Activation(act_type='relu') on the CPU (oneDNN), in place: y > 0 ? y : +0 (negative
+// values, -0 and NaN all become +0). Measured on this wheel against MXNet's operator, and
+// checked at run time per shape before a graph uses it (cpp/src/exact_fc.cc).
+void relu_forward(float* y, int64_t n);
+// Its backward from the forward's output: out > 0 ? g : g * 0 (a zero of g's sign; NaN for an
+// infinite or NaN g).
+void relu_backward(const float* g, const float* out, float* d, int64_t n);
+
 }  // namespace gemm
 }  // namespace minpy_kernels

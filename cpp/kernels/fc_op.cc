@@ -4,7 +4,8 @@
 // The runtime puts it in a graph in place of FullyConnected only after checking, for that
 // shape, that MXNet's operator and these kernels agree in every bit on random data, and with
 // the reduction blocks the check found (attributes kc, kc_data, kc_weight): see
-// cpp/src/exact_fc.h. Attributes as FullyConnected's (num_hidden, no_bias, flatten).
+// cpp/src/exact_fc.h. Attributes as FullyConnected's (num_hidden, no_bias, flatten); act=relu
+// applies the Activation(act_type='relu') that read the product (the graph's only reader of it).
 //
 // Backward (MXNet makes _backward__minpy_fc, handing it this node's state): inputs [dY, X, W,
 // (b), Y], outputs [dX, dW, (db)]. A gradient the graph does not read (attributes data_grad,
@@ -13,6 +14,13 @@
 // MXNet's operator does. Gradients
 // are written, never added (lib_api.h passes no request): the runtime uses the op only in
 // graphs MXNet's autograd does not record, whose gradient sums are explicit nodes.
+//
+// _minpy_fc_grad: the same backward as an op of its own, inputs [dY, X, W, (Y with act=relu)],
+// outputs [dX, dW, (db)], attributes as _minpy_fc's. The runtime puts it where MXNet's gradient pass made
+// _backward__minpy_fc (grad_graph.h): that node has no gradient of its own, so CachedOp, which
+// differentiates every graph it is given, needs a BlockGrad after each of its outputs (three
+// more launches a layer); a stateful library op has one (never run: these graphs are not
+// recorded).
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +52,7 @@ struct Plan {
   int64_t num_hidden = 0, kc = 0, kc_data = 0, kc_weight = 0;
   bool bias = true;
   bool data_grad = true, weight_grad = true;  // the gradients the graph reads
+  bool relu = false;  // act=relu: Activation(act_type='relu') of the product, as MXNet's (exact_gemm.h)
 };
 
 Plan parse_plan(const AttrMap& attrs) {
@@ -55,6 +64,9 @@ Plan parse_plan(const AttrMap& attrs) {
   p.kc_weight = parse_int(attr(attrs, "kc_weight"));
   p.data_grad = parse_flag(attrs, "data_grad", true);
   p.weight_grad = parse_flag(attrs, "weight_grad", true);
+  const std::string act = attr_or(attrs, "act", "");
+  if (!act.empty() && act != "relu") throw std::runtime_error("attribute 'act' must be 'relu' or absent: '" + act + "'");
+  p.relu = act == "relu";
   return p;
 }
 
@@ -64,6 +76,35 @@ float* floats(const MXTensor& t, int64_t size, const char* what) {
   if (t.dtype != kFloat32 || const_cast<MXTensor&>(t).size() != size)
     throw std::runtime_error(std::string(what) + " must be float32 of " + std::to_string(size) + " elements");
   return static_cast<float*>(t.data_ptr);
+}
+
+// Inputs [dY, X, W, ..., Y], outputs [dX, dW, (dB)]: _backward__minpy_fc and _minpy_fc_grad
+// alike (the forward's output Y last; read with act=relu only).
+MXReturnValue gradients(const Plan& p, std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs) {
+  try {
+    const MXTensor& x = (*inputs)[1];
+    if (x.shape.size() != 2) throw std::runtime_error("backward: data must be 2-D");
+    const int64_t M = x.shape[0], K = x.shape[1], N = p.num_hidden;
+    const float* dY = floats((*inputs)[0], M * N, "output gradient");
+    const float* X = floats(x, M * K, "data");
+    const float* W = floats((*inputs)[2], N * K, "weight");
+    float* dX = p.data_grad ? floats((*outputs)[0], M * K, "data gradient") : nullptr;
+    float* dW = p.weight_grad ? floats((*outputs)[1], N * K, "weight gradient") : nullptr;
+    float* dB = p.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
+    if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
+    if (p.relu) {  // the gradient before the activation
+      const float* Y = floats(inputs->back(), M * N, "output");
+      if (!Y || inputs->size() < 4) throw std::runtime_error("backward: the output has no memory");
+      thread_local std::vector<float> masked;
+      masked.resize(static_cast<size_t>(M * N));
+      gemm::relu_backward(dY, Y, masked.data(), M * N);
+      dY = masked.data();
+    }
+    if (p.kc_data < 0 || p.kc_weight < 0)  // checked forward only (cpp/src/exact_fc.h)
+      throw std::runtime_error("backward of a node whose gradients were not checked against MXNet's");
+    gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p.kc_data, p.kc_weight);
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
 }
 
 class FcState : public CustomStatefulOp {
@@ -83,27 +124,30 @@ class FcState : public CustomStatefulOp {
       thread_local std::vector<float> scratch;  // X transposed
       scratch.resize(static_cast<size_t>(M * K));
       gemm::fc_forward(X, W, b, Y, M, K, N, p_.kc, scratch.data());
+      if (p_.relu) gemm::relu_forward(Y, M * N);
       return MX_SUCCESS;
     } catch (const std::exception& e) { return report(e); }
   }
 
   MXReturnValue Backward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs, const OpResource&) override {
-    try {
-      const MXTensor& x = (*inputs)[1];
-      if (x.shape.size() != 2) throw std::runtime_error("backward: data must be 2-D");
-      const int64_t M = x.shape[0], K = x.shape[1], N = p_.num_hidden;
-      const float* dY = floats((*inputs)[0], M * N, "output gradient");
-      const float* X = floats(x, M * K, "data");
-      const float* W = floats((*inputs)[2], N * K, "weight");
-      float* dX = p_.data_grad ? floats((*outputs)[0], M * K, "data gradient") : nullptr;
-      float* dW = p_.weight_grad ? floats((*outputs)[1], N * K, "weight gradient") : nullptr;
-      float* dB = p_.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
-      if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
-      if (p_.kc_data < 0 || p_.kc_weight < 0)  // checked forward only (cpp/src/exact_fc.h)
-        throw std::runtime_error("backward of a node whose gradients were not checked against MXNet's");
-      gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p_.kc_data, p_.kc_weight);
-      return MX_SUCCESS;
-    } catch (const std::exception& e) { return report(e); }
+    return gradients(p_, inputs, outputs);
+  }
+
+ private:
+  Plan p_;
+};
+
+class FcGradState : public CustomStatefulOp {
+ public:
+  explicit FcGradState(Plan p) : p_(p) {}
+
+  MXReturnValue Forward(std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs, const OpResource&) override {
+    return gradients(p_, inputs, outputs);
+  }
+
+  MXReturnValue Backward(std::vector<MXTensor>*, std::vector<MXTensor>*, const OpResource&) override {
+    MX_ERROR_MSG << "_minpy_fc_grad: no second derivative (the op is used only in graphs autograd does not record)";
+    return MX_FAIL;
   }
 
  private:
@@ -147,7 +191,43 @@ MXReturnValue create_state(const AttrMap& attrs, const MXContext&, const std::ve
   } catch (const std::exception& e) { return report(e); }
 }
 
+MXReturnValue grad_parse_attrs(const AttrMap& attrs, int* num_in, int* num_out) {
+  try {
+    const Plan p = parse_plan(attrs);
+    *num_in = p.relu ? 4 : 3;
+    *num_out = p.bias ? 3 : 2;
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
+MXReturnValue grad_infer_shape(const AttrMap&, std::vector<std::vector<unsigned int>>* in_shapes,
+                               std::vector<std::vector<unsigned int>>* out_shapes) {
+  const auto& weight = (*in_shapes)[2];
+  if ((*in_shapes)[1].size() != 2 || weight.size() != 2) {
+    MX_ERROR_MSG << "_minpy_fc_grad: data and weight must be 2-D";
+    return MX_FAIL;
+  }
+  (*out_shapes)[0] = (*in_shapes)[1];
+  (*out_shapes)[1] = weight;
+  if (out_shapes->size() > 2) (*out_shapes)[2] = {weight[0]};
+  return MX_SUCCESS;
+}
+
+MXReturnValue create_grad_state(const AttrMap& attrs, const MXContext&, const std::vector<std::vector<unsigned int>>&,
+                                const std::vector<int>, CustomStatefulOp** state) {
+  try {
+    *state = CustomStatefulOp::create<FcGradState>(parse_plan(attrs));
+    return MX_SUCCESS;
+  } catch (const std::exception& e) { return report(e); }
+}
+
 }  // namespace
+
+REGISTER_OP(_minpy_fc_grad)
+    .setParseAttrs(grad_parse_attrs)
+    .setInferType(infer_type)
+    .setInferShape(grad_infer_shape)
+    .setCreateOpState(create_grad_state, "cpu");
 
 REGISTER_OP(_minpy_fc)
     .setParseAttrs(parse_attrs)

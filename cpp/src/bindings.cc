@@ -428,6 +428,14 @@ PYBIND11_MODULE(_core, m) {
     return py::make_tuple(b.kc, b.kc_data, b.kc_weight);
   }, py::arg("rows"), py::arg("in"), py::arg("out"), py::arg("bias"), py::arg("training") = false,
      py::arg("backward") = true);
+  // Whether _minpy_fc's relu epilogue (act=relu) gives Activation(act_type='relu')'s bits on a
+  // float32 (rows, cols) array, forward and backward (exact_fc.h).
+  m.def("relu_epilogue_exact", [](int64_t rows, int64_t cols, bool training) {
+    AVal out;
+    out.ndim = 2;
+    out.dims[0] = rows, out.dims[1] = cols;
+    return relu_epilogue_exact(out, training);
+  }, py::arg("rows"), py::arg("cols"), py::arg("training") = false);
   m.attr("fc_kernel_min_multiply_adds") = fc_min_multiply_adds();
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

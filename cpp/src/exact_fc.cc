@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -184,6 +185,52 @@ bool check_fc(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const
   return true;
 }
 
+// MXNet's Activation(relu), forward and backward (autograd, head gradient `g`), on `x`
+// against relu_forward and relu_backward of our kernel library.
+bool check_relu(const AVal& out, bool training) {
+  using Forward = void (*)(float*, int64_t);
+  using Backward = void (*)(const float*, const float*, float*, int64_t);
+  auto fwd = reinterpret_cast<Forward>(kernel_symbol("minpy_relu_forward"));
+  auto bwd = reinterpret_cast<Backward>(kernel_symbol("minpy_relu_backward"));
+  AtomicSymbolCreator activation = nullptr;
+  if (!fwd || !bwd || NNGetOpHandle("Activation", &activation) != 0 || !activation) return false;
+  if (out.ndim != 2 || out.dtype != 0) return false;
+  const size_t n = static_cast<size_t>(out.dims[0] * out.dims[1]);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> pool{0.0f, -0.0f, inf, -inf, nan, -nan, 1e-45f, -1e-45f, 1e-39f, -1e-39f, 1.0f, -1.0f};
+  DrawSource draws(static_cast<uint64_t>(n) * 2654435761u);
+  while (pool.size() < 32) pool.push_back(draws.value(Draw::kWide));
+  const size_t P = pool.size();
+  std::vector<float> x(n), g(n);
+  for (size_t k = 0; k < n; ++k) {  // every pair of the pool once within P * P elements, then random
+    x[k] = k < P * P ? pool[k % P] : draws.value(Draw::kWide);
+    g[k] = k < P * P ? pool[(k / P) % P] : draws.value(Draw::kWide);
+  }
+  AutogradState state(false, training);
+  OwnedArrays held;
+  NDArrayHandle hx = array_of(out, x.data(), &held), hg = array_of(out, g.data(), &held);
+  std::vector<float> zeros(n, 0.0f);
+  NDArrayHandle gx = array_of(out, zeros.data(), &held);
+  if (!hx || !hg || !gx) return false;
+  uint32_t req = 1;  // write
+  if (MXAutogradMarkVariables(1, &hx, &req, &gx) != 0) return false;
+  NDArrayHandle y = nullptr;
+  {
+    AutogradState recording(true, training);
+    y = invoke_op(activation, {"act_type"}, {"relu"}, {hx}, &held);
+  }
+  if (!y) return false;
+  const int rc = without_gil([&] {
+    return MXAutogradBackwardEx(1, &y, &hg, 0, nullptr, 0, 0, training ? 1 : 0, nullptr, nullptr);
+  });
+  std::vector<float> want_y, want_d;
+  if (rc != 0 || !read_floats(y, n, &want_y) || !read_floats(gx, n, &want_d)) return false;
+  std::vector<float> ours_y = x, ours_d(n);
+  fwd(ours_y.data(), static_cast<int64_t>(n));
+  bwd(g.data(), ours_y.data(), ours_d.data(), static_cast<int64_t>(n));
+  return same_bits(ours_y, want_y) && same_bits(ours_d, want_d);
+}
+
 }  // namespace
 
 bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attrs, const AVal& data,
@@ -267,6 +314,28 @@ std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vect
   attrs.push_back({"data_grad", wanted && reach[n.in[0]] ? "1" : "0"});
   attrs.push_back({"weight_grad", wanted && reach[n.in[1]] ? "1" : "0"});
   return attrs;
+}
+
+const char* own_gradient_op(const std::string& op, const std::string& act, size_t num_inputs, std::vector<size_t>* keep) {
+  if (op != "_backward__minpy_fc" || num_inputs < 4) return nullptr;
+  *keep = {0, 1, 2};
+  if (act == "relu") keep->push_back(num_inputs - 1);  // the forward's output, after the activation
+  return "_minpy_fc_grad";
+}
+
+bool relu_epilogue_exact(const AVal& out, bool training) {
+  static std::mutex mu;
+  static std::map<std::string, bool> known;
+  const std::string key = out.shape_str() + (training ? "t" : "");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(key);
+    if (it != known.end()) return it->second;
+  }
+  const bool exact = check_relu(out, training);  // not under the lock: it waits for MXNet
+  std::lock_guard<std::mutex> lock(mu);
+  known[key] = exact;
+  return exact;
 }
 
 }  // namespace minpy

@@ -18,6 +18,7 @@
 // checked (W4's batched input projections, 800 rows, have a weight gradient no block length
 // reproduces, and a forward that agrees).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "trace.h"
@@ -49,5 +50,20 @@ std::vector<char> gradient_reach(const Trace& t);
 // to (the data and shapes fit, the work is large enough, and the bit check passed); else
 // none. `reach`: gradient_reach(t).
 std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vector<char>& reach);
+
+// Whether _minpy_fc's act=relu epilogue gives MXNet's Activation(act_type='relu') bits on `out`
+// (float32, 2-D, CPU), forward and backward, under the training flag `training`: MXNet's operator
+// against our functions on a draw pairing every special value (+-0, +-inf, NaN, subnormals,
+// negatives) of the data with every one of the head gradient, and wide random values. Checked
+// once per process and shape.
+bool relu_epilogue_exact(const AVal& out, bool training);
+
+// MXNet's gradient pass makes _backward__minpy_fc for our op: a node without a gradient, which
+// CachedOp (it differentiates every graph) accepts only behind a BlockGrad per output, three
+// launches more per layer. The pass's node is emitted as _minpy_fc_grad instead, the same
+// computation as an op with a gradient (fc_op.cc). For a pass node `op` with attribute `act`
+// and `num_inputs` inputs [dY, X, W, (b), Y]: that op, and in `keep` the inputs it reads;
+// nullptr for any other node.
+const char* own_gradient_op(const std::string& op, const std::string& act, size_t num_inputs, std::vector<size_t>* keep);
 
 }  // namespace minpy

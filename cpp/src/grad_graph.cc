@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "exact_fc.h"
 #include "json.h"
 #include "mxapi.h"
 #include "nogil.h"
@@ -268,8 +269,15 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
         continue;
       }
     }
+    std::vector<size_t> own_inputs;  // the pass's inputs our op for its node reads
+    std::string act;
+    if (attrs)
+      for (const auto& kv : attrs->obj)
+        if (kv.first == "act") act = kv.second.str;
+    const char* own = op ? own_gradient_op(op->str, act, inputs ? inputs->arr.size() : 0, &own_inputs) : nullptr;
+    const std::string op_name = own ? own : op ? op->str : "null";
     std::string s = std::string(result.next ? "," : "") + "{\"op\":";
-    append_json_string(s, op ? op->str : "null");
+    append_json_string(s, op_name);
     s += ",\"name\":";
     append_json_string(s, name ? name->str : "");
     if (attrs && !attrs->obj.empty()) {
@@ -284,8 +292,13 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
       s += "}";
     }
     s += ",\"inputs\":[";
-    if (inputs && !pass_sum)
-      for (const JValue& e : inputs->arr) summed.push_back(&e);
+    if (inputs && !pass_sum) {
+      if (own) {
+        for (size_t k : own_inputs) summed.push_back(&inputs->arr[k]);
+      } else {
+        for (const JValue& e : inputs->arr) summed.push_back(&e);
+      }
+    }
     for (size_t k = 0; k < summed.size(); ++k) {
       const JValue& e = *summed[k];
       const Entry src = entry_of[e.arr[0].as_int()][e.arr[1].as_int()];
@@ -311,12 +324,12 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
     const int id = result.next++;
     result.row_ptr.push_back(result.row_ptr.back() + num_out);
     id_of[i] = id;
-    const bool variable = !op || op->str == "null";
+    const bool variable = op_name == "null";
     if (variable) result.arg_nodes.push_back(id);
     if (old_of[i] >= 0) out.node_map[old_of[i]] = id;
     else if (!variable) ++out.gradient_nodes;
     for (int k = 0; k < num_out; ++k) entry_of[i].push_back({id, k});
-    if (old_of[i] < 0 && !variable && nondiff.count(op->str)) {
+    if (old_of[i] < 0 && !variable && nondiff.count(op_name)) {
       std::vector<int> unread;
       for (int pass = 0; pass < 2; ++pass)  // the unread outputs' BlockGrads first
         for (int k = 0; k < num_out; ++k) {

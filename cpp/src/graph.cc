@@ -204,6 +204,34 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     order = unit_order(t, live, deps, plan);
   }
 
+  // A FullyConnected run as _minpy_fc whose product only an Activation(relu) reads: the op
+  // applies it (act=relu), one launch and one pass over the product fewer, and in a backward
+  // the same for the relu's gradient. Candidates here; taken where the FullyConnected runs as
+  // our op and the relu check passes (emitted below).
+  std::vector<int> relu_reading(N, -1);  // FullyConnected node -> the Activation reading it
+  std::vector<int> relu_into(N, -1);     // Activation node -> the FullyConnected applying it
+  if (fc_kernels && !t.runs_recorded()) {
+    std::vector<int> uses(t.values.size(), 0);
+    for (int n = 0; n < N; ++n)
+      if (live[n])
+        for (int v : t.nodes[n].in) ++uses[v];
+    for (const auto& o : outputs) uses[o.value] += 2;  // a graph output is read outside too
+    for (int a = 0; a < N; ++a) {
+      const Node& act = t.nodes[a];
+      if (!live[a] || plan.unit_of_node[a] >= 0 || act.op->name != "Activation" || act.in.size() != 1 ||
+          act.out.size() != 1 || !act.mutated.empty() || act.attrs.size() != 1 ||
+          attr_value(act.attrs, "act_type", "") != "relu")
+        continue;
+      const int f = t.values[act.in[0]].node;
+      if (f < 0 || !live[f] || plan.unit_of_node[f] >= 0 || t.nodes[f].op->name != "FullyConnected" ||
+          uses[act.in[0]] != 1)
+        continue;
+      bool ordered_alike = true;  // the relu must not wait for anything the product does not
+      for (int d : deps[a]) ordered_alike &= d < 0 || d == f || std::count(deps[f].begin(), deps[f].end(), d) > 0;
+      if (ordered_alike) relu_reading[f] = a;
+    }
+  }
+
   // JSON entry (node id, output index) of every value emitted so far.
   std::vector<std::pair<int, int>> entry(t.values.size(), {-1, 0});
   std::vector<int> json_of_unit(N + plan.units.size(), -1);
@@ -271,6 +299,11 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     const std::vector<int>& in = fused ? fu->in : node->in;
     const std::vector<int>& out = fused ? fu->out : node->out;
     const std::vector<Attr>& attrs = fused ? fu->attrs : node->attrs;
+    if (!fused && relu_into[u] >= 0) {  // computed by the _minpy_fc before it
+      entry[out[0]] = entry[t.nodes[relu_into[u]].out[0]];
+      json_of_unit[u] = json_of_unit[relu_into[u]];
+      continue;
+    }
     std::vector<int> ctrl;  // JSON ids this unit must follow
     if (dummy >= 0 && g.items.empty()) ctrl.push_back(dummy);
     for (int m : fused ? fu->members : std::vector<int>{u})
@@ -338,9 +371,14 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     const std::string name = name_of(u);
     // A FullyConnected our kernels compute bit for bit on both cores (exact_fc.h): not where
     // MXNet's autograd records the graph (our backward writes, never adds, its gradients).
-    const std::vector<Attr> fc_attrs =
+    std::vector<Attr> fc_attrs =
         !fused && fc_kernels && !t.runs_recorded() ? fc_kernel_attrs(t, *node, gradient_reached) : std::vector<Attr>{};
     const bool our_fc = !fc_attrs.empty();
+    if (our_fc && relu_reading[u] >= 0 && relu_epilogue_exact(t.values[out[0]].aval, t.training)) {
+      fc_attrs.push_back({"act", "relu"});
+      relu_into[relu_reading[u]] = u;
+      g.fc_relu[u] = relu_reading[u];
+    }
     begin_node(fused ? fu->op.c_str() : our_fc ? "_minpy_fc" : graph_op_name(t, *node), name);
     const std::vector<Attr>& node_attrs = our_fc ? fc_attrs : attrs;
     nodes += ",\"attrs\":{";
@@ -472,22 +510,31 @@ std::string print_graph(const Trace& recorded, const LoweredGraph& g, const std:
     for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", %" : "%") + std::to_string(vs[i]);
     return s;
   };
-  auto node_line = [&](const Node& node, const std::string& indent, const std::vector<Attr>* our_fc = nullptr) {
+  // `our_fc`: the node runs as _minpy_fc with these attributes; `relu`: and applies this
+  // Activation node, whose value it gives.
+  auto node_line = [&](const Node& node, const std::string& indent, const std::vector<Attr>* our_fc = nullptr,
+                       const Node* relu = nullptr) {
     const std::vector<Attr>& attrs = our_fc ? *our_fc : node.attrs;
     std::string rhs = (our_fc ? std::string("_minpy_fc") : node.op->name) + "(";
     for (size_t i = 0; i < node.in.size(); ++i) rhs += (i ? ", %" : "%") + std::to_string(node.in[i]);
     for (size_t a = 0; a < attrs.size(); ++a)
       rhs += ((node.in.empty() && a == 0) ? "" : ", ") + attrs[a].key + "=" + attrs[a].val;
     rhs += ")";
-    std::string line = pad(values_str(node.out) + " = " + rhs, 48) + aval_str(t.values[node.out[0]].aval);
+    const std::vector<int>& outs = relu ? relu->out : node.out;
+    std::string line = pad(values_str(outs) + " = " + rhs, 48) + aval_str(t.values[outs[0]].aval);
     std::string where = node.loc >= 0 ? loc_str(node.loc) : "";
-    if (our_fc) where = "FullyConnected on every core, MXNet's bits (exact_fc.h)" + (where.empty() ? "" : "; " + where);
+    if (our_fc)
+      where = std::string(relu ? "FullyConnected (%" + std::to_string(node.out[0]) + ", never stored) and its relu"
+                               : "FullyConnected") +
+              " on every core, MXNet's bits (exact_fc.h)" + (where.empty() ? "" : "; " + where);
     os << indent << (where.empty() ? line : pad(line, 72) + "# " + where) << "\n";
   };
   for (int u : g.items) {
     if (u < N) {
       auto fc = g.fc_nodes.find(u);
-      node_line(t.nodes[u], "  ", fc == g.fc_nodes.end() ? nullptr : &fc->second);
+      auto relu = g.fc_relu.find(u);
+      node_line(t.nodes[u], "  ", fc == g.fc_nodes.end() ? nullptr : &fc->second,
+                relu == g.fc_relu.end() ? nullptr : &t.nodes[relu->second]);
       if (is_backward_node(t.nodes[u]))
         os << "  |   the gradients of the first num_heads inputs for the variables among the rest: "
            << g.gradient_nodes << " nodes of MXNet's gradient pass, written into the variables' gradient buffers\n";

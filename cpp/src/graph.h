@@ -43,6 +43,8 @@ struct LoweredGraph {
   int gradient_nodes = 0;         // nodes MXNet's gradient pass added for a backward() in the graph
   // FullyConnected nodes run as our _minpy_fc (exact_fc.h): trace node id -> the op's attributes.
   std::map<int, std::vector<Attr>> fc_nodes;
+  // Those of them that apply the Activation(relu) reading them (act=relu): -> that node's id.
+  std::map<int, int> fc_relu;
   // Per output (in `outputs` order): 1 if an in-place update unit writes it into its array
   // itself; such outputs are no graph heads. The heads are the other outputs in order,
   // then one placeholder (a (1,) float32 array) per in-place unit.
