@@ -100,12 +100,14 @@ void fc_backward(const float* dY, const float* X, const float* W, float* dX, flo
   }
 }
 
-// Plain loops: the compiler vectorises them (max and compare-and-blend keep these semantics
-// without -ffast-math, which this library is never built with).
+// Plain loops the compiler vectorises for each instruction set (max and compare-and-blend keep
+// these semantics without -ffast-math, which this library is never built with).
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void relu_forward(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void relu_backward(const float* g, const float* out, float* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = out[i] > 0.0f ? g[i] : g[i] * 0.0f;
 }

@@ -396,11 +396,12 @@ class Gen:
             v = self.result((n, m), dt, [x, w, b])
             nb = r.random() < 0.2
             if nb:
-                self.emit("%s = nd.FullyConnected(%s, %s, num_hidden=%d, no_bias=True)" % (v.name, x.name, w.name, m),
-                          "matmul")
+                fc = "nd.FullyConnected(%s, %s, num_hidden=%d, no_bias=True)" % (x.name, w.name, m)
             else:
-                self.emit("%s = nd.FullyConnected(%s, %s, %s, num_hidden=%d)" % (v.name, x.name, w.name, b.name, m),
-                          "matmul")
+                fc = "nd.FullyConnected(%s, %s, %s, num_hidden=%d)" % (x.name, w.name, b.name, m)
+            if r.random() < 0.4:  # a dense layer: the relu is the product's only reader (_minpy_fc's act=relu)
+                fc = "nd.Activation(%s, act_type='relu')" % fc
+            self.emit("%s = %s" % (v.name, fc), "matmul")
         elif k2 < 0.9:
             bsz = r.randint(1, 3)
             a = self.pick_float(shape=(bsz, n, k), dtype=dt)
