@@ -376,15 +376,17 @@ def test_relu_in_forward_only_graph(training):
 def test_relu_not_applied_where_the_product_is_read_elsewhere():
     """The product is also returned (or read by another op): it must exist, so the Activation
     is computed apart (here, in the elementwise kernel); nd.relu (a different operator, which
-    keeps NaNs) is never folded in."""
+    keeps NaNs) is never folded in; nor is an Activation writing into an existing array (out=)."""
     x, w, b = specials_data(64, 256, 256, seed=97)
 
     def fn(x, w, b):
         y = nd.FullyConnected(x, w, b, num_hidden=256)
         y2 = nd.FullyConnected(x, w, None, num_hidden=256, no_bias=True)
-        return y, nd.Activation(y, act_type="relu"), nd.relu(y2)
+        z = nd.zeros((64, 256))
+        nd.Activation(nd.FullyConnected(x, w * 2, b, num_hidden=256), act_type="relu", out=z)  # into an array
+        return y, nd.Activation(y, act_type="relu"), nd.relu(y2), z
 
     assert_same(*run_both(fn, x, w, b))
     nodes = graph_json_nodes()
     assert all("act" not in n["attrs"] for n in nodes if n["op"] == "_minpy_fc")
-    assert sum(n["op"] == "_minpy_fc" for n in nodes) == exact(64, 256, 256) + exact(64, 256, 256, bias=False)
+    assert sum(n["op"] == "_minpy_fc" for n in nodes) == 2 * exact(64, 256, 256) + exact(64, 256, 256, bias=False)

@@ -208,6 +208,9 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
   // applies it (act=relu), one launch and one pass over the product fewer, and in a backward
   // the same for the relu's gradient. Candidates here; taken where the FullyConnected runs as
   // our op and the relu check passes (emitted below).
+  auto writes_existing = [](const Node& n) {  // out=: kept as the plain nodes (the simple case only)
+    return std::any_of(n.targets.begin(), n.targets.end(), [](NDArrayHandle h) { return h != nullptr; });
+  };
   std::vector<int> relu_reading(N, -1);  // FullyConnected node -> the Activation reading it
   std::vector<int> relu_into(N, -1);     // Activation node -> the FullyConnected applying it
   if (fc_kernels && !t.runs_recorded()) {
@@ -220,11 +223,11 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       const Node& act = t.nodes[a];
       if (!live[a] || plan.unit_of_node[a] >= 0 || act.op->name != "Activation" || act.in.size() != 1 ||
           act.out.size() != 1 || !act.mutated.empty() || act.attrs.size() != 1 ||
-          attr_value(act.attrs, "act_type", "") != "relu")
+          attr_value(act.attrs, "act_type", "") != "relu" || writes_existing(act))
         continue;
       const int f = t.values[act.in[0]].node;
       if (f < 0 || !live[f] || plan.unit_of_node[f] >= 0 || t.nodes[f].op->name != "FullyConnected" ||
-          uses[act.in[0]] != 1)
+          uses[act.in[0]] != 1 || writes_existing(t.nodes[f]))
         continue;
       bool ordered_alike = true;  // the relu must not wait for anything the product does not
       for (int d : deps[a]) ordered_alike &= d < 0 || d == f || std::count(deps[f].begin(), deps[f].end(), d) > 0;
