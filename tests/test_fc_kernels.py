@@ -384,9 +384,11 @@ def test_relu_not_applied_where_the_product_is_read_elsewhere():
         y2 = nd.FullyConnected(x, w, None, num_hidden=256, no_bias=True)
         z = nd.zeros((64, 256))
         nd.Activation(nd.FullyConnected(x, w * 2, b, num_hidden=256), act_type="relu", out=z)  # into an array
-        return y, nd.Activation(y, act_type="relu"), nd.relu(y2), z
+        z2 = nd.zeros((64, 256))
+        nd.FullyConnected(x, w * 3, b, num_hidden=256, out=z2)  # our op writing into an existing array
+        return y, nd.Activation(y, act_type="relu"), nd.relu(y2), z, z2
 
     assert_same(*run_both(fn, x, w, b))
     nodes = graph_json_nodes()
     assert all("act" not in n["attrs"] for n in nodes if n["op"] == "_minpy_fc")
-    assert sum(n["op"] == "_minpy_fc" for n in nodes) == 2 * exact(64, 256, 256) + exact(64, 256, 256, bias=False)
+    assert sum(n["op"] == "_minpy_fc" for n in nodes) == 3 * exact(64, 256, 256) + exact(64, 256, 256, bias=False)

@@ -456,6 +456,11 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     if (fused)
       for (int v : plan.units[u - N].out) by_ours[v] = 1;
   }
+  for (const auto& fc : g.fc_nodes) {  // MXNet's FullyConnected in the trace, our _minpy_fc in the graph
+    for (int v : t.nodes[fc.first].out) by_ours[v] = 1;
+    auto relu = g.fc_relu.find(fc.first);
+    if (relu != g.fc_relu.end()) by_ours[t.nodes[relu->second].out[0]] = 1;
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i].target_ext >= 0 && by_ours[outputs[i].value]) g.ours_write_outputs.push_back(static_cast<int>(i));
 
