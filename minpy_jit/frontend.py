@@ -43,10 +43,10 @@ _REAL = {name: NDArray.__dict__[name] for name in ("context", "dtype", "stype", 
 verify_all_legacy_ndarrays = _core.argument_check(_REAL_LEGACY, False)
 verify_all_np_ndarrays = _core.argument_check(_REAL_NP, True)
 
-_DEVTYPE2STR = Context.devtype2str
 _DTYPE_MX_TO_NP = _nd._DTYPE_MX_TO_NP
 _STORAGE_TYPE_ID_TO_STR = _nd._STORAGE_TYPE_ID_TO_STR
-_device_of, _dtype_id, _stype_id = _core.device_of, _core.dtype_id, _core.stype_id
+_dtype_id, _stype_id = _core.dtype_id, _core.stype_id
+_context_of = _core.context_getter(Context)  # a new Context, made in C without Context.__init__
 _grad_state, _set_grad_state = _core.grad_state, _core.set_grad_state
 _active = _core.hooks_active
 _REAL_CONTEXT, _REAL_DTYPE, _REAL_STYPE = (_REAL[name].fget for name in ("context", "dtype", "stype"))
@@ -58,10 +58,9 @@ def _context(self):
     if not _active():
         return _REAL_CONTEXT(self)
     try:
-        dev_type, dev_id = _device_of(self)
+        return _context_of(self)
     except ValueError:
         return _REAL_CONTEXT(self)
-    return Context(_DEVTYPE2STR[dev_type], dev_id)
 
 
 def _dtype(self):

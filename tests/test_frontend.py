@@ -84,6 +84,10 @@ def test_context_is_the_same_fresh_object_for_lazy_and_real_arrays():
         cx, cy = x.context, y.ctx
         assert cx == mx.cpu(0) and cy == mx.cpu(0) and type(cy) is mx.Context
         assert cx is not x.context  # fresh each time, as MXNet's: `with ctx:` keeps state on it
+        # made in C without Context.__init__: the same attributes, in the same order
+        assert list(vars(cx).items()) == list(vars(mx.cpu(0)).items())
+        pinned = nd.ones((2,), ctx=mx.cpu_pinned(1))
+        assert list(vars(pinned.context).items()) == list(vars(mx.cpu_pinned(1)).items())
         with cx:
             with x.context:
                 z = nd.zeros((2, 3))
