@@ -16,11 +16,11 @@
 // graphs MXNet's autograd does not record, whose gradient sums are explicit nodes.
 //
 // _minpy_fc_grad: the same backward as an op of its own, inputs [dY, X, W, (Y with act=relu)],
-// outputs [dX, dW, (db)], attributes as _minpy_fc's. The runtime puts it where MXNet's gradient pass made
-// _backward__minpy_fc (grad_graph.h): that node has no gradient of its own, so CachedOp, which
-// differentiates every graph it is given, needs a BlockGrad after each of its outputs (three
-// more launches a layer); a stateful library op has one (never run: these graphs are not
-// recorded).
+// outputs [dX, dW, (db)], attributes as _minpy_fc's. The runtime puts it where MXNet's
+// gradient pass made _backward__minpy_fc (exact_fc.h, own_gradient_op): that node has no
+// gradient of its own, so CachedOp, which differentiates every graph it is given, needs a
+// BlockGrad after each of its outputs (three more launches a layer); a stateful library op
+// has one (never run: these graphs are not recorded).
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -65,7 +65,8 @@ Plan parse_plan(const AttrMap& attrs) {
   p.data_grad = parse_flag(attrs, "data_grad", true);
   p.weight_grad = parse_flag(attrs, "weight_grad", true);
   const std::string act = attr_or(attrs, "act", "");
-  if (!act.empty() && act != "relu") throw std::runtime_error("attribute 'act' must be 'relu' or absent: '" + act + "'");
+  if (!act.empty() && act != "relu")
+    throw std::runtime_error("attribute 'act' must be 'relu' or absent: '" + act + "'");
   p.relu = act == "relu";
   return p;
 }
@@ -93,8 +94,9 @@ MXReturnValue gradients(const Plan& p, std::vector<MXTensor>* inputs, std::vecto
     float* dB = p.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
     if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
     if (p.relu) {  // the gradient before the activation
+      if (inputs->size() < 4) throw std::runtime_error("backward: the forward's output is not an input");
       const float* Y = floats(inputs->back(), M * N, "output");
-      if (!Y || inputs->size() < 4) throw std::runtime_error("backward: the output has no memory");
+      if (!Y) throw std::runtime_error("backward: the output has no memory");
       thread_local std::vector<float> masked;
       masked.resize(static_cast<size_t>(M * N));
       gemm::relu_backward(dY, Y, masked.data(), M * N);

@@ -64,6 +64,7 @@ bool relu_epilogue_exact(const AVal& out, bool training);
 // computation as an op with a gradient (fc_op.cc). For a pass node `op` with attribute `act`
 // and `num_inputs` inputs [dY, X, W, (b), Y]: that op, and in `keep` the inputs it reads;
 // nullptr for any other node.
-const char* own_gradient_op(const std::string& op, const std::string& act, size_t num_inputs, std::vector<size_t>* keep);
+const char* own_gradient_op(const std::string& op, const std::string& act, size_t num_inputs,
+                            std::vector<size_t>* keep);
 
 }  // namespace minpy
