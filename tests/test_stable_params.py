@@ -134,3 +134,31 @@ def test_lstm_sequence_segments_equal_eager():
             w = cell.i2h_weight.data()
             w[:] = w * 0.5
     assert param_inputs() > 0
+
+
+def test_an_input_the_graph_updates_in_place_is_never_a_parameter():
+    """rmsprop_update writes its state n in place (FMutateInputs); a graph reading n in a later
+    flush of the same loop must see every update. Bound as a parameter, n was read one or two
+    updates behind under load (fuzz seed 11004645, tests/stress/repros): only the gradient,
+    the same array every run and read-only, becomes one."""
+    grad = arr(rand(3, 4, seed=60))
+    n = nd.array(np.random.RandomState(61).uniform(0.0, 0.5, (3, 4)).astype(np.float32))
+
+    def loop(grad, n):
+        seen = []
+        for _ in range(6):
+            w = grad * 0.5 - 2.7
+            nd.rmsprop_update(w, grad, n, lr=0.75, out=w)
+            minpy_jit.flush()
+            seen.append(nd.concat(n, grad, dim=0))  # the next flush reads the state
+            minpy_jit.flush()
+        return seen, n
+
+    want = loop(grad, n.copy())
+    got_n = n.copy()
+    with minpy_jit.jit():
+        got = loop(grad, got_n)
+    assert_same(want, got)
+    updates = [g for g in minpy_jit.graphs() if any(s["op"] == "rmsprop_update" for s in g["steps"])]
+    # its inputs: the gradient (a parameter) and the state (written: a data input)
+    assert [g["param_inputs"] for g in updates] == [1], [(g["param_inputs"], g["ir"]) for g in updates]

@@ -159,6 +159,15 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
       for (size_t i = 0; i < exe->input_values.size(); ++i)
         if (o.target_ext >= 0 && exe->input_values[i] == o.target_ext) exe->layout_inputs.push_back(static_cast<int>(i));
     exe->layout_outputs = g.ours_write_outputs;
+    std::vector<char> mutated(trace.values.size(), 0);  // by any op, ours or MXNet's (FMutateInputs)
+    for (const Node& node : trace.nodes)
+      for (int v : node.mutated) mutated[v] = 1;
+    for (int v : g.ours_mutate) mutated[v] = 1;
+    exe->input_written.assign(exe->input_values.size(), 0);
+    for (size_t i = 0; i < exe->input_values.size(); ++i) {
+      const int v = exe->input_values[i];
+      exe->input_written[i] = v >= 0 && v < static_cast<int>(mutated.size()) && mutated[v];
+    }
     for (int p = 0; p < g.placeholders; ++p) {
       AVal a = trace.values[outputs.at(0).value].aval;  // CachedOp wants every array on one context
       a.ndim = 1;
@@ -362,7 +371,11 @@ CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
     s.decided = true;
     s.stable.assign(ins.size(), 0);
     for (size_t i = 0; i < ins.size(); ++i) {
-      const bool written = std::find(a.outs.begin(), a.outs.end(), ins[i]) != a.outs.end();
+      // A parameter must be read-only: an input the graph writes in place (an optimizer's state:
+      // MXNet then ordered a later graph's read of it before this run's write; fuzz seed 11004645)
+      // or into which it writes an output stays a data input.
+      const bool written = std::find(a.outs.begin(), a.outs.end(), ins[i]) != a.outs.end() ||
+                           (i < exe.input_written.size() && exe.input_written[i]);
       s.stable[i] = same(i) && !written;
       if (!s.stable[i]) s.chunks[i].reset();
     }

@@ -42,6 +42,9 @@ struct Executor {
   // (of `outputs`) written into existing arrays; and the inputs the graph also writes (any
   // op). Made default-layout before each run: see invoke_cached_op and compile.
   std::vector<int> layout_inputs, layout_outputs;
+  // Per CachedOp input: an op of the graph writes it in place (an optimizer state such as
+  // rmsprop_update's n, a weight updated in place). Never a parameter (Executor::params).
+  std::vector<char> input_written;
   bool recording = false, training = false;
   // Built to record each of its ops as its own autograd node when it runs under record() (a
   // dynamic CachedOp that inlines its graph), as eager MXNet records them: see compile().
