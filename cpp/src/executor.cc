@@ -159,10 +159,9 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
       for (size_t i = 0; i < exe->input_values.size(); ++i)
         if (o.target_ext >= 0 && exe->input_values[i] == o.target_ext) exe->layout_inputs.push_back(static_cast<int>(i));
     exe->layout_outputs = g.ours_write_outputs;
-    std::vector<char> mutated(trace.values.size(), 0);  // by any op, ours or MXNet's (FMutateInputs)
+    std::vector<char> mutated(trace.values.size(), 0);  // by any op: ours (ours_mutate) or MXNet's
     for (const Node& node : trace.nodes)
       for (int v : node.mutated) mutated[v] = 1;
-    for (int v : g.ours_mutate) mutated[v] = 1;
     exe->input_written.assign(exe->input_values.size(), 0);
     for (size_t i = 0; i < exe->input_values.size(); ++i) {
       const int v = exe->input_values[i];

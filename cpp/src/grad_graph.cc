@@ -270,11 +270,9 @@ GradientSplice splice_gradient(JsonNodes* g, const std::vector<Entry>& ys, const
       }
     }
     std::vector<size_t> own_inputs;  // the pass's inputs our op for its node reads
-    std::string act;
-    if (attrs)
-      for (const auto& kv : attrs->obj)
-        if (kv.first == "act") act = kv.second.str;
-    const char* own = op ? own_gradient_op(op->str, act, inputs ? inputs->arr.size() : 0, &own_inputs) : nullptr;
+    const JValue* act = attrs ? attrs->get("act") : nullptr;
+    const char* own =
+        op ? own_gradient_op(op->str, act ? act->str : "", inputs ? inputs->arr.size() : 0, &own_inputs) : nullptr;
     const std::string op_name = own ? own : op ? op->str : "null";
     std::string s = std::string(result.next ? "," : "") + "{\"op\":";
     append_json_string(s, op_name);

@@ -3,6 +3,7 @@ for a difference that comes and goes (timing), where one standalone run proves l
 
     PYTHONPATH=. .venv/bin/python tests/stress/repros/loop_repro.py tests/stress/repros/repro_seed11004645.py 24
 """
+import ast
 import importlib.util
 import re
 import sys
@@ -15,7 +16,7 @@ def main(path, n):
     text = open(path).read()
     seed = int(re.search(r"compare_runs\(program, (\d+)", text).group(1))
     exact = "exact=True" in text
-    config = eval(re.search(r"config=(\{[^}]*\})", text).group(1))  # the literal the fuzzer wrote
+    config = ast.literal_eval(re.search(r"config=(\{[^}]*\})", text).group(1))  # the literal the fuzzer wrote
     differ = 0
     for _ in range(n):
         if repro.compare_runs(repro.program, seed, exact=exact, config=config):
