@@ -122,6 +122,11 @@ extern "C" __attribute__((visibility("default"))) int minpy_gemm_force_isa(int i
   return minpy_kernels::gemm::forced_isa.exchange(isa);
 }
 
+// Multiply-adds below which a product runs on one thread (threads_for_work's floor).
+extern "C" __attribute__((visibility("default"))) int64_t minpy_gemm_serial_multiply_adds() {
+  return 2 * minpy_kernels::gemm::kMinWork;
+}
+
 extern "C" __attribute__((visibility("default"))) int minpy_gemm_supported() {
   return minpy_kernels::gemm::supported() ? 1 : 0;
 }

@@ -464,5 +464,6 @@ PYBIND11_MODULE(_core, m) {
     return relu_epilogue_exact(out, training);
   }, py::arg("rows"), py::arg("cols"), py::arg("training") = false);
   m.attr("fc_kernel_min_multiply_adds") = fc_min_multiply_adds();
+  m.def("fc_kernel_serial_multiply_adds", &fc_serial_multiply_adds);
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

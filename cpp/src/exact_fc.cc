@@ -265,6 +265,16 @@ int64_t fc_min_multiply_adds() {
   return n;
 }
 
+int64_t fc_serial_multiply_adds() {
+  static const bool floor_set = [] {
+    const char* v = std::getenv("MINPY_JIT_FC_MIN_WORK");
+    return v && *v;
+  }();
+  if (floor_set) return 0;  // the variable's floor alone decides
+  auto serial = reinterpret_cast<int64_t (*)()>(kernel_symbol("minpy_gemm_serial_multiply_adds"));
+  return serial ? serial() : 0;  // (no kernel library: no _minpy_fc either)
+}
+
 std::vector<char> gradient_reach(const Trace& t) {
   std::vector<char> reach(t.values.size(), 0);
   if (t.backward < 0) return reach;
@@ -288,9 +298,14 @@ std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vect
   if (n.op->name != "FullyConnected" || n.out.size() != 1 || !n.mutated.empty() || n.in.size() < 2) return {};
   const AVal& x = t.values[n.in[0]].aval;
   const AVal& w = t.values[n.in[1]].aval;
-  // Smaller products stay MXNet's: W4's (16, 128) by (512, 128), 1M multiply-adds, took longer
-  // as our op (a library op's call costs more than oneDNN's, and two threads do not pay there).
-  if (x.ndim == 2 && x.dims[0] * x.dims[1] * w.dims[0] < fc_min_multiply_adds()) return {};
+  // Products between one thread's size and the floor stay MXNet's: W4's (16, 128) by (512, 128),
+  // 1M multiply-adds, took longer as our op under jit(), where the Python thread records the next
+  // segment meanwhile and our second thread has no core to run on. Below, our op runs on one
+  // thread and costs less than oneDNN's small products: W3's (64, 256) by (10, 256) layer as
+  // ours took W3's step from 0.485 to 0.445 ms (its forward and backward oneDNN calls, 36 us
+  // profiled, cost more than the products themselves).
+  const int64_t work = x.ndim == 2 ? x.dims[0] * x.dims[1] * w.dims[0] : 0;
+  if (x.ndim == 2 && work < fc_min_multiply_adds() && work >= fc_serial_multiply_adds()) return {};
   const bool bias = !mx_bool(attr_value(n.attrs, "no_bias", "False"));
   if (n.in.size() != (bias ? 3u : 2u)) return {};
   if (x.ndim != 2 || w.ndim != 2 || x.dtype != 0 || w.dtype != 0 || x.dev_type != 1 || w.dev_type != 1) return {};

@@ -25,10 +25,14 @@
 
 namespace minpy {
 
-// Multiply-adds (rows x in x out) below which a FullyConnected stays MXNet's (fc_kernel_attrs):
+// Multiply-adds (rows x in x out) from which a FullyConnected runs on our kernels (fc_kernel_attrs):
 // 4M, or MINPY_JIT_FC_MIN_WORK when set (0 takes every shape: the fuzzer's setting, so that
 // its small programs run our kernels).
 int64_t fc_min_multiply_adds();
+
+// Multiply-adds below which our kernels run a product on one thread: such products become
+// _minpy_fc too (fc_kernel_attrs). 0 when MINPY_JIT_FC_MIN_WORK is set (its floor alone decides).
+int64_t fc_serial_multiply_adds();
 
 struct FcBlocks {
   int64_t kc = 0, kc_data = 0, kc_weight = 0;  // reduction blocks: forward, data and weight gradients
