@@ -24,7 +24,7 @@ from . import _core
 
 UPDATE_OPS = tuple("_minpy_multi_%s_update" % rule for rule in (
     "sgd", "sgd_mom", "nag_mom", "adam", "rmsprop", "rmspropalex", "adagrad", "mp_sgd", "mp_sgd_mom", "mp_nag_mom"))
-OPS = ("_minpy_fused_elemwise", "_minpy_fc", "_minpy_log_softmax") + UPDATE_OPS
+OPS = ("_minpy_fused_elemwise", "_minpy_fc") + UPDATE_OPS
 
 
 def _library_path():

@@ -7,7 +7,6 @@
 #include "mxapi.h"
 #include "mxparse.h"
 #include "exact_fc.h"
-#include "exact_softmax.h"
 #include "projections.h"
 #include "runtime.h"
 
@@ -466,7 +465,5 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("rows"), py::arg("cols"), py::arg("training") = false);
   m.attr("fc_kernel_min_multiply_adds") = fc_min_multiply_adds();
   m.def("fc_kernel_serial_multiply_adds", &fc_serial_multiply_adds);
-  m.def("log_softmax_kernel_exact", &log_softmax_kernel_exact, py::arg("cols"), py::arg("training") = false,
-        "Whether _minpy_log_softmax gives MXNet's log_softmax bits on rows of `cols` (exact_softmax.h).");
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

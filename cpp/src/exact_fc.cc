@@ -333,10 +333,6 @@ std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vect
 
 const char* own_gradient_op(const std::string& op, const std::string& act, size_t num_inputs,
                             std::vector<size_t>* keep) {
-  if (op == "_backward__minpy_log_softmax" && num_inputs == 3) {  // [dY, X, Y]: its gradient reads dY and Y
-    *keep = {0, 2};
-    return "_minpy_log_softmax_grad";
-  }
   if (op != "_backward__minpy_fc" || num_inputs < 4) return nullptr;
   *keep = {0, 1, 2};
   if (act == "relu") keep->push_back(num_inputs - 1);  // the forward's output, after the activation

@@ -67,8 +67,7 @@ bool relu_epilogue_exact(const AVal& out, bool training);
 // launches more per layer. The pass's node is emitted as _minpy_fc_grad instead, the same
 // computation as an op with a gradient (fc_op.cc). For a pass node `op` with attribute `act`
 // and `num_inputs` inputs [dY, X, W, (b), Y]: that op, and in `keep` the inputs it reads;
-// nullptr for any other node. The same for _minpy_log_softmax's pass node (exact_softmax.h):
-// _minpy_log_softmax_grad, reading [dY, Y].
+// nullptr for any other node.
 const char* own_gradient_op(const std::string& op, const std::string& act, size_t num_inputs,
                             std::vector<size_t>* keep);
 

@@ -126,7 +126,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
         nondiff->insert(bad);
         continue;
       }
-      if (fuse && (!g.fusion.units.empty() || !g.fc_nodes.empty() || !g.log_softmax_nodes.empty())) {  // never lose a graph to our kernels: build it without them
+      if (fuse && (!g.fusion.units.empty() || !g.fc_nodes.empty())) {  // never lose a graph to our kernels: build it without them
         fuse = false;
         continue;
       }

@@ -6,7 +6,6 @@
 
 #include "backward.h"
 #include "exact_fc.h"
-#include "exact_softmax.h"
 #include "grad_graph.h"
 #include "json.h"
 #include "mxapi.h"
@@ -383,14 +382,8 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
       relu_into[relu_reading[u]] = u;
       g.fc_relu[u] = relu_reading[u];
     }
-    // A log_softmax our kernel computes with oneDNN's bits (exact_softmax.h), as _minpy_fc not
-    // where MXNet's autograd records the graph.
-    const std::vector<Attr> lsm_attrs =
-        !fused && fuse && !t.runs_recorded() ? log_softmax_kernel_attrs(t, *node) : std::vector<Attr>{};
-    const bool our_lsm = !lsm_attrs.empty();
-    begin_node(fused ? fu->op.c_str() : our_fc ? "_minpy_fc" : our_lsm ? "_minpy_log_softmax" : graph_op_name(t, *node),
-               name);
-    const std::vector<Attr>& node_attrs = our_fc ? fc_attrs : our_lsm ? lsm_attrs : attrs;
+    begin_node(fused ? fu->op.c_str() : our_fc ? "_minpy_fc" : graph_op_name(t, *node), name);
+    const std::vector<Attr>& node_attrs = our_fc ? fc_attrs : attrs;
     nodes += ",\"attrs\":{";
     for (size_t a = 0; a < node_attrs.size(); ++a) {
       if (a) nodes += ',';
@@ -416,7 +409,6 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     g.items.push_back(u);
     ++g.num_nodes;
     if (our_fc) g.fc_nodes[u] = fc_attrs;
-    if (our_lsm) g.log_softmax_nodes[u] = lsm_attrs;
     if (fused || node->op->ours) {
       ++g.kernel_calls;
       g.kernel_ops += fused ? static_cast<int>(fu->members.size()) : 1;
@@ -464,8 +456,6 @@ LoweredGraph lower(const Trace& t, const std::vector<OutputSpec>& outputs,
     if (fused)
       for (int v : plan.units[u - N].out) by_ours[v] = 1;
   }
-  for (const auto& lsm : g.log_softmax_nodes)  // MXNet's log_softmax in the trace, ours in the graph
-    for (int v : t.nodes[lsm.first].out) by_ours[v] = 1;
   for (const auto& fc : g.fc_nodes) {  // MXNet's FullyConnected in the trace, our _minpy_fc in the graph
     for (int v : t.nodes[fc.first].out) by_ours[v] = 1;
     auto relu = g.fc_relu.find(fc.first);
@@ -529,12 +519,11 @@ std::string print_graph(const Trace& recorded, const LoweredGraph& g, const std:
     return s;
   };
   // `our_fc`: the node runs as _minpy_fc with these attributes; `relu`: and applies this
-  // Activation node, whose value it gives; `our_lsm`: it runs as _minpy_log_softmax.
+  // Activation node, whose value it gives.
   auto node_line = [&](const Node& node, const std::string& indent, const std::vector<Attr>* our_fc = nullptr,
-                       const Node* relu = nullptr, const std::vector<Attr>* our_lsm = nullptr) {
-    const std::vector<Attr>& attrs = our_fc ? *our_fc : our_lsm ? *our_lsm : node.attrs;
-    std::string rhs =
-        (our_fc ? std::string("_minpy_fc") : our_lsm ? std::string("_minpy_log_softmax") : node.op->name) + "(";
+                       const Node* relu = nullptr) {
+    const std::vector<Attr>& attrs = our_fc ? *our_fc : node.attrs;
+    std::string rhs = (our_fc ? std::string("_minpy_fc") : node.op->name) + "(";
     for (size_t i = 0; i < node.in.size(); ++i) rhs += (i ? ", %" : "%") + std::to_string(node.in[i]);
     for (size_t a = 0; a < attrs.size(); ++a)
       rhs += ((node.in.empty() && a == 0) ? "" : ", ") + attrs[a].key + "=" + attrs[a].val;
@@ -546,17 +535,14 @@ std::string print_graph(const Trace& recorded, const LoweredGraph& g, const std:
       where = std::string(relu ? "FullyConnected (%" + std::to_string(node.out[0]) + ", never stored) and its relu"
                                : "FullyConnected") +
               " on every core, MXNet's bits (exact_fc.h)" + (where.empty() ? "" : "; " + where);
-    if (our_lsm) where = "log_softmax, oneDNN's bits (exact_softmax.h)" + (where.empty() ? "" : "; " + where);
     os << indent << (where.empty() ? line : pad(line, 72) + "# " + where) << "\n";
   };
   for (int u : g.items) {
     if (u < N) {
       auto fc = g.fc_nodes.find(u);
       auto relu = g.fc_relu.find(u);
-      auto lsm = g.log_softmax_nodes.find(u);
       node_line(t.nodes[u], "  ", fc == g.fc_nodes.end() ? nullptr : &fc->second,
-                relu == g.fc_relu.end() ? nullptr : &t.nodes[relu->second],
-                lsm == g.log_softmax_nodes.end() ? nullptr : &lsm->second);
+                relu == g.fc_relu.end() ? nullptr : &t.nodes[relu->second]);
       if (is_backward_node(t.nodes[u]))
         os << "  |   the gradients of the first num_heads inputs for the variables among the rest: "
            << g.gradient_nodes << " nodes of MXNet's gradient pass, written into the variables' gradient buffers\n";

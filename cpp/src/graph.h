@@ -45,8 +45,6 @@ struct LoweredGraph {
   std::map<int, std::vector<Attr>> fc_nodes;
   // Those of them that apply the Activation(relu) reading them (act=relu): -> that node's id.
   std::map<int, int> fc_relu;
-  // log_softmax nodes run as our _minpy_log_softmax (exact_softmax.h): trace node id -> attributes.
-  std::map<int, std::vector<Attr>> log_softmax_nodes;
   // Per output (in `outputs` order): 1 if an in-place update unit writes it into its array
   // itself; such outputs are no graph heads. The heads are the other outputs in order,
   // then one placeholder (a (1,) float32 array) per in-place unit.
