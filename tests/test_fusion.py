@@ -507,7 +507,8 @@ TRANSCENDENTAL_OPS = {
 def test_transcendental_value_feeding_a_step_is_eagers(name):
     """Fuzz seed 29713: `broadcast_greater(x, tanh(x))` turned a last-bit difference of our
     tanh into 0 vs 1. The operators' tanh/exp/log/sigmoid now give libm's bits when fused,
-    and Activation's (oneDNN in MXNet's wheel) stay MXNet's op: compared with MXNet's own
+    Activation's sigmoid and tanh oneDNN's (the wheel's kernels, reproduced), its softrelu
+    stays MXNet's op: compared with MXNet's own
     result, rounded at 2^-24 and through a fused product, everything agrees bit for bit."""
     f = TRANSCENDENTAL_OPS[name]
     x = arr(np.random.RandomState(7).uniform(0.05, 3.0, (64, 33)).astype(np.float32))
@@ -526,8 +527,9 @@ def test_transcendental_value_feeding_a_step_is_eagers(name):
 @pytest.mark.parametrize("act", ["tanh", "sigmoid", "softrelu"])
 def test_gluon_dense_activation_is_eagers_bits(act):
     """Fuzz seeds 302938, 302195 and 22 more: Dense(activation='sigmoid') then a float64 cast
-    or LayerNorm showed our last bit, not oneDNN's. Activation's transcendental forms are
-    not fused: the result and the input gradient equal eager's bit for bit."""
+    or LayerNorm showed our last bit, not oneDNN's. Activation's sigmoid and tanh are fused
+    now as oneDNN computes them, softrelu is not: the result and the input gradient equal
+    eager's bit for bit."""
     net = gluon.nn.Dense(5, in_units=12, activation=act)
     net.initialize(mx.init.Uniform(0.5))
     x = arr(np.random.RandomState(3).uniform(-2, 2, (4, 12)).astype(np.float32))

@@ -30,6 +30,7 @@
 #include "attrs.h"
 #include "fused_ssa.h"
 #include "libm_check.h"
+#include "onednn_eltwise_loops.h"
 #include "parallel.h"
 #include "vmath.h"
 #include "vmath_avx512.h"
@@ -62,7 +63,8 @@ struct Program {
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
 
 bool heavy(OpCode op) {
-  return op == kSigmoid || op == kSigmoidF32 || op == kTanh || op == kExp || op == kLog || op == kSoftrelu;
+  return op == kSigmoid || op == kSigmoidF32 || op == kTanh || op == kExp || op == kLog || op == kSoftrelu ||
+         op == kTanhDnnl || op == kSigmoidDnnl || op == kTanhDnnlGrad || op == kSigmoidDnnlGrad;
 }
 
 int parse_reg(const std::string& tok, int limit, const std::string& ins) {
@@ -280,6 +282,24 @@ KI bool wide_lanes() {
   return wide;
 }
 
+// True when the CPU has AVX2 and FMA: onednn_eltwise_avx2.cc's loops may run.
+KI bool avx2_fma() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+}
+
+// oneDNN's Activation forward (alg 0 tanh, 1 sigmoid) and its backward from the input x.
+KI void onednn_fwd(int alg, float* d, const float* a, int64_t n) {
+  if (wide_lanes()) onednn_fwd_loop_avx512(alg, d, a, n);
+  else if (avx2_fma()) onednn_fwd_loop_avx2(alg, d, a, n);
+  else onednn_fwd_loop_baseline(alg, d, a, n);
+}
+KI void onednn_bwd(int alg, float* d, const float* x, const float* g, int64_t n) {
+  if (wide_lanes()) onednn_bwd_loop_avx512(alg, d, x, g, n);
+  else if (avx2_fma()) onednn_bwd_loop_avx2(alg, d, x, g, n);
+  else onednn_bwd_loop_baseline(alg, d, x, g, n);
+}
+
 KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms& libm, const uint64_t* table) {
   float* d = buf[in.dst];
   const float* a = in.a >= 0 ? buf[in.a] : nullptr;
@@ -301,6 +321,10 @@ KI void run_instr(const Instr& in, float* const* buf, int64_t n, const LibmForms
       else unary(d, a, n, [](float x) { return ::tanhf(x); });
       break;
     case kExp: exp_of<false>(d, a, n, libm, table, [](float e) { return e; }); break;
+    case kTanhDnnl: onednn_fwd(0, d, a, n); break;
+    case kSigmoidDnnl: onednn_fwd(1, d, a, n); break;
+    case kTanhDnnlGrad: onednn_bwd(0, d, a, b, n); break;      // a: the activation's input, b: its gradient
+    case kSigmoidDnnlGrad: onednn_bwd(1, d, a, b, n); break;
     // Below zero (-inf too) eager MXNet's log gives +NaN (0x7fc00000) where glibc's logf gives
     // its default NaN, -NaN (0xffc00000): the wheel's log never reaches logf's invalid case. A
     // NaN input passes through both ways (tests/test_fusion.py: test_log_of_negatives_*).

@@ -89,6 +89,9 @@ class GradBuilder {
         case kSigmoid:
         case kSigmoidF32: to(a, op2(kMul, g, op2(kMul, y_of(), op2(kSub, cst(1.0f), y_of())))); break;  // y*(1-y)
         case kTanh: to(a, op2(kMul, g, op2(kSub, cst(1.0f), op2(kMul, y_of(), y_of())))); break;  // 1-y*y
+        // Activation's, through oneDNN: the derivative from the input, times g (onednn_eltwise.h)
+        case kTanhDnnl: to(a, op2(kTanhDnnlGrad, x_of(), g)); break;
+        case kSigmoidDnnl: to(a, op2(kSigmoidDnnlGrad, x_of(), g)); break;
         case kExp: to(a, op2(kMul, g, y_of())); break;  // _mul(ograd, y)
         case kLog: to(a, op2(kMul, g, op1(kRecip, x_of()))); break;  // 1/x
         case kSqrt: to(a, op2(kMul, g, op2(kDiv, cst(0.5f), y_of()))); break;  // 0.5/y

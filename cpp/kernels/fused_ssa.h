@@ -15,12 +15,15 @@ enum OpCode : int {
   // unary
   kNeg, kAbs, kRelu, kReluNan, kSigmoid, kTanh, kExp, kLog, kSqrt, kRsqrt, kSquare, kRecip,
   kSoftrelu, kSoftsign, kSigmoidF32,
+  // Activation's sigmoid and tanh as MXNet's wheel runs them (oneDNN's kernels: onednn_eltwise.h)
+  kSigmoidDnnl, kTanhDnnl,
   // binary
   kAdd, kSub, kMul, kDiv, kMax, kMin,
   kClip,
   // used by gradients: sign(a) (NaN -> 0), step(a) = a > 0 ? 1 : 0, step_nan (NaN stays NaN),
-  // clip_grad(g, x) = x > hi || x < lo ? 0 : g
-  kSign, kStep, kStepNan, kClipGrad,
+  // clip_grad(g, x) = x > hi || x < lo ? 0 : g, tanh_dnnl_grad(x, g) and sigmoid_dnnl_grad(x, g)
+  // (oneDNN's Activation backward, from the activation's input: onednn_eltwise.h)
+  kSign, kStep, kStepNan, kClipGrad, kTanhDnnlGrad, kSigmoidDnnlGrad,
 };
 
 struct OpName { const char* name; OpCode code; int arity; };
@@ -29,9 +32,11 @@ inline const OpName kOps[] = {
   {"sigmoid", kSigmoid, 1}, {"tanh", kTanh, 1}, {"exp", kExp, 1}, {"log", kLog, 1},
   {"sqrt", kSqrt, 1}, {"rsqrt", kRsqrt, 1}, {"square", kSquare, 1}, {"recip", kRecip, 1},
   {"softrelu", kSoftrelu, 1}, {"softsign", kSoftsign, 1}, {"sigmoid_f32", kSigmoidF32, 1},
+  {"sigmoid_dnnl", kSigmoidDnnl, 1}, {"tanh_dnnl", kTanhDnnl, 1},
   {"add", kAdd, 2}, {"sub", kSub, 2}, {"mul", kMul, 2}, {"div", kDiv, 2},
   {"max", kMax, 2}, {"min", kMin, 2},
   {"sign", kSign, 1}, {"step", kStep, 1}, {"step_nan", kStepNan, 1},
+  {"tanh_dnnl_grad", kTanhDnnlGrad, 2}, {"sigmoid_dnnl_grad", kSigmoidDnnlGrad, 2},
 };
 
 struct Access {

@@ -2,10 +2,13 @@
 // interceptor itself lives in record.cc and the flush in flush.cc.
 #include <pybind11/stl.h>
 
+#include <algorithm>
+
 #include "fragment.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "mxparse.h"
+#include "exact_activation.h"
 #include "exact_fc.h"
 #include "projections.h"
 #include "runtime.h"
@@ -465,5 +468,14 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("rows"), py::arg("cols"), py::arg("training") = false);
   m.attr("fc_kernel_min_multiply_adds") = fc_min_multiply_adds();
   m.def("fc_kernel_serial_multiply_adds", &fc_serial_multiply_adds);
+  m.def("activation_instr", [](const std::string& act, const std::vector<int64_t>& shape, bool training) -> py::object {
+    AVal a;
+    a.ndim = static_cast<int>(std::min<size_t>(shape.size(), AVal::kMaxDim));
+    for (int i = 0; i < a.ndim; ++i) a.dims[i] = shape[i];
+    const char* instr = activation_instr(act, a, training);
+    return instr ? py::object(py::str(instr)) : py::object(py::none());
+  }, py::arg("act"), py::arg("shape"), py::arg("training") = false,
+        "The fused instruction standing for Activation(act_type=act) on float32 CPU data of `shape`, or None "
+        "(exact_activation.h: sigmoid and tanh only where the check against MXNet's operator passed).");
   m.def("alias_check", []() { return chunk_identity_works() ? "storage chunk" : "data address"; });
 }

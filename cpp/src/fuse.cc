@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "exact_activation.h"
 #include "mxapi.h"
 #include "mxparse.h"
 #include "parts.h"
@@ -64,14 +65,15 @@ const std::unordered_map<std::string, Rule>& rules() {
 
 std::string attr(const Node& n, const char* key, const char* dflt) { return attr_value(n.attrs, key, dflt); }
 
-// Activation's act_type -> the kernel instruction, or null if not fusible. Its sigmoid, tanh
-// and softrelu are not: MXNet's wheel runs them through oneDNN, whose approximations differ
-// from libm's (and from ours) in the last bits of a quarter to a half of all inputs, so they
-// stay MXNet's op in the graph and give eager's bits.
-const char* activation_instr(const std::string& act) {
-  for (const char* name : {"relu", "softsign"})
-    if (act == name) return name;
-  return nullptr;
+// The instruction of node `n` of `t` (a rule's; Activation's by its act_type and input,
+// exact_activation.h), empty when none.
+std::string instr_of(const Trace& t, const Node& n) {
+  auto it = rules().find(n.op->name);
+  if (it == rules().end()) return "";
+  if (n.op->name != "Activation") return it->second.instr;
+  const char* instr = n.in.empty() ? nullptr
+                                   : activation_instr(attr(n, "act_type", ""), t.values[n.in[0]].aval, t.training);
+  return instr ? instr : "";
 }
 
 bool f32_cpu(const AVal& a) { return a.dtype == 0 && a.dev_type == 1; }
@@ -107,7 +109,8 @@ int axis_of(const Node& n, const char* dflt, int ndim) {
 }
 
 bool transcendental(const std::string& instr) {
-  return instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "log";
+  return instr == "sigmoid_f32" || instr == "tanh" || instr == "exp" || instr == "log" || instr == "sigmoid_dnnl" ||
+         instr == "tanh_dnnl";
 }
 
 // MXNet's clip backward kernel ignores the request and writes: a grad_req='add' variable
@@ -169,7 +172,7 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
   const AVal& out = t.values[n.out[0]].aval;
   switch (k) {
     case kUnary:
-      if (n.op->name == "Activation" && !activation_instr(attr(n, "act_type", ""))) return kNone;
+      if (n.op->name == "Activation" && instr_of(t, n).empty()) return kNone;
       // fallthrough
     case kScalar:
     case kClip:
@@ -201,12 +204,11 @@ Kind classify(const Trace& t, const Node& n, bool recorded, std::string* update_
 // reads as the unit's backward program, cpp/kernels/fused_grad.cc): its operands, its result,
 // or neither (sums, differences, products with a constant).
 enum class GradReads { kNothing, kOperands, kResult };
-GradReads grad_reads(const Node& n) {
+GradReads grad_reads(const Trace& t, const Node& n) {
   auto it = rules().find(n.op->name);
   if (it == rules().end()) return GradReads::kOperands;
   const Rule& rule = it->second;
-  std::string instr = rule.instr;
-  if (n.op->name == "Activation") instr = activation_instr(attr(n, "act_type", ""));
+  const std::string instr = instr_of(t, n);
   switch (rule.kind) {
     case kUnary:
       // relu's too (relu_grad of its output, for `relu` and Activation's relu alike)
@@ -269,8 +271,7 @@ class ProgramBuilder {
       std::vector<int> regs;
       for (int u : n.in) regs.push_back(emit(u, t_.values[u].aval.size() == 1 ? 0 : shift));
       if (!ok) return 0;
-      std::string instr = rule.instr;
-      if (n.op->name == "Activation") instr = activation_instr(attr(n, "act_type", ""));
+      const std::string instr = instr_of(t_, n);
       heavy |= transcendental(instr);
       if (rule.kind == kUnary) {
         r = push(instr + " " + std::to_string(regs[0]));
@@ -597,7 +598,7 @@ FusionPlan plan_fusion(const Trace& t, const std::vector<char>& live, const std:
   auto saved_for_backward = [&](int g, const Group& grp, std::vector<int>* saved) {
     for (int m : grp.members) {
       const Node& n = t.nodes[m];
-      const GradReads r = grad_reads(n);
+      const GradReads r = grad_reads(t, n);
       if (r == GradReads::kNothing) continue;
       for (int v : r == GradReads::kOperands ? n.in : n.out) {
         const Value& val = t.values[v];

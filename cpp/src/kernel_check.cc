@@ -1,5 +1,7 @@
 #include "kernel_check.h"
 
+#include "executor.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -68,6 +70,29 @@ bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vec
             std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held) {
   NDArrayHandle result = invoke_op(creator, std::move(keys), std::move(vals), std::move(inputs), held);
   return result && read_floats(result, out_size, out);
+}
+
+// `creator` with `keys`/`vals` on x, forward and backward under autograd (head gradient g):
+// its output and x's gradient (false on any failure).
+bool forward_backward(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+                      const AVal& a, const std::vector<float>& x, const std::vector<float>& g, bool training,
+                      std::vector<float>* y, std::vector<float>* dx) {
+  OwnedArrays held;
+  NDArrayHandle hx = array_of(a, x.data(), &held), hg = array_of(a, g.data(), &held);
+  std::vector<float> zeros(x.size(), 0.0f);
+  NDArrayHandle gx = array_of(a, zeros.data(), &held);
+  if (!hx || !hg || !gx) return false;
+  uint32_t req = 1;  // write
+  if (MXAutogradMarkVariables(1, &hx, &req, &gx) != 0) return false;
+  NDArrayHandle out = nullptr;
+  {
+    AutogradState recording(true, training);
+    out = invoke_op(creator, keys, vals, {hx}, &held);
+  }
+  if (!out) return false;
+  const int rc = without_gil(
+      [&] { return MXAutogradBackwardEx(1, &out, &hg, 0, nullptr, 0, 0, training ? 1 : 0, nullptr, nullptr); });
+  return rc == 0 && read_floats(out, x.size(), y) && read_floats(gx, x.size(), dx);
 }
 
 }  // namespace minpy

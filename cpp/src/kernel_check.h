@@ -38,6 +38,13 @@ NDArrayHandle invoke_op(AtomicSymbolCreator creator, std::vector<const char*> ke
 bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
             std::vector<NDArrayHandle> inputs, size_t out_size, std::vector<float>* out, OwnedArrays* held);
 
+// `creator` with `keys`/`vals` on the one input x (of `a`), forward and backward under autograd
+// with head gradient g and the training flag `training`: its output and x's gradient (false on
+// any failure).
+bool forward_backward(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
+                      const AVal& a, const std::vector<float>& x, const std::vector<float>& g, bool training,
+                      std::vector<float>* y, std::vector<float>* dx);
+
 // The draws the checks compare on. kWide: values of many magnitudes and both signs, so an
 // output summed in another order (or with and without FMA) differs in its last bits.
 // kUnderflow: subnormal inputs whose every product underflows to a signed zero, so outputs
