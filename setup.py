@@ -37,7 +37,7 @@ kernels = Extension(
     "minpy_jit._kernels",
     # lib_api.cc itself comes in through cpp/kernels/lib_api_unit.cc (one function replaced)
     sources=sorted(glob.glob("cpp/kernels/*.cc")),
-    depends=sorted(glob.glob("cpp/kernels/*.h")),  # a header edit rebuilds the library
+    depends=sorted(glob.glob("cpp/kernels/*.h") + glob.glob("cpp/kernels/*.inc")),  # an edit rebuilds the library
     include_dirs=[os.path.join(MX_DIR, "include"), os.path.join(MX_DIR, "src")],
     extra_compile_args=["-std=c++17", "-O3", "-ffp-contract=off", "-fno-math-errno",
                         "-fno-trapping-math", "-pthread"],
