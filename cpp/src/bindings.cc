@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
+#include "exact_activation.h"
+#include "exact_fc.h"
 #include "fragment.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "mxparse.h"
-#include "exact_activation.h"
-#include "exact_fc.h"
 #include "projections.h"
 #include "runtime.h"
 

@@ -4,8 +4,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -83,10 +81,7 @@ bool check_activation(const std::string& act, const char* instr, bool training) 
   if (!forward_backward(fused, {"num_inputs", "num_outputs", "out_shape", "access", "program", "outputs"},
                         {"1", "1", shape.c_str(), access.c_str(), program.c_str(), "1"}, a, x, g, training, &y, &dx))
     return false;
-  auto same = [](const std::vector<float>& p, const std::vector<float>& q) {
-    return p.size() == q.size() && std::memcmp(p.data(), q.data(), p.size() * sizeof(float)) == 0;
-  };
-  return same(y, want_y) && same(dx, want_dx);
+  return same_bits(y, want_y) && same_bits(dx, want_dx);
 }
 
 }  // namespace
@@ -96,17 +91,7 @@ const char* activation_instr(const std::string& act, const AVal& in, bool traini
     if (act == name) return name;
   const char* instr = act == "sigmoid" ? "sigmoid_dnnl" : act == "tanh" ? "tanh_dnnl" : nullptr;
   if (!instr || !onednn_runs(in)) return nullptr;
-  static std::mutex mu;
-  static std::map<std::string, bool> known;
-  const std::string key = act + (training ? "t" : "");
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find(key);
-    if (it != known.end()) return it->second ? instr : nullptr;
-  }
-  const bool exact = check_activation(act, instr, training);  // not under the lock: it waits for MXNet
-  std::lock_guard<std::mutex> lock(mu);
-  known[key] = exact;
+  const bool exact = checked_once(act + (training ? "t" : ""), [&] { return check_activation(act, instr, training); });
   return exact ? instr : nullptr;
 }
 

@@ -25,10 +25,6 @@ using FcBackward = void (*)(const float*, const float*, const float*, float*, fl
 // the reduction's is the same). oneDNN's GEMM blocks by powers of two and their halves.
 constexpr int64_t kCandidates[] = {0, 384, 256, 512, 192, 128, 768, 1024, 320, 448, 96, 64, 32, 16};
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 // The backward block lengths of a shape checked forward only: _minpy_fc's backward refuses them.
 constexpr int64_t kUnchecked = -1;
 
@@ -207,24 +203,8 @@ bool check_relu(const AVal& out, bool training) {
     g[k] = k < P * P ? pool[(k / P) % P] : draws.value(Draw::kWide);
   }
   AutogradState state(false, training);
-  OwnedArrays held;
-  NDArrayHandle hx = array_of(out, x.data(), &held), hg = array_of(out, g.data(), &held);
-  std::vector<float> zeros(n, 0.0f);
-  NDArrayHandle gx = array_of(out, zeros.data(), &held);
-  if (!hx || !hg || !gx) return false;
-  uint32_t req = 1;  // write
-  if (MXAutogradMarkVariables(1, &hx, &req, &gx) != 0) return false;
-  NDArrayHandle y = nullptr;
-  {
-    AutogradState recording(true, training);
-    y = invoke_op(activation, {"act_type"}, {"relu"}, {hx}, &held);
-  }
-  if (!y) return false;
-  const int rc = without_gil([&] {
-    return MXAutogradBackwardEx(1, &y, &hg, 0, nullptr, 0, 0, training ? 1 : 0, nullptr, nullptr);
-  });
   std::vector<float> want_y, want_d;
-  if (rc != 0 || !read_floats(y, n, &want_y) || !read_floats(gx, n, &want_d)) return false;
+  if (!forward_backward(activation, {"act_type"}, {"relu"}, out, x, g, training, &want_y, &want_d)) return false;
   std::vector<float> ours_y = x, ours_d(n);
   fwd(ours_y.data(), static_cast<int64_t>(n));
   bwd(g.data(), ours_y.data(), ours_d.data(), static_cast<int64_t>(n));
@@ -339,18 +319,7 @@ const char* own_gradient_op(const std::string& op, const std::string& act, size_
 }
 
 bool relu_epilogue_exact(const AVal& out, bool training) {
-  static std::mutex mu;
-  static std::map<std::string, bool> known;
-  const std::string key = out.shape_str() + (training ? "t" : "");
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find(key);
-    if (it != known.end()) return it->second;
-  }
-  const bool exact = check_relu(out, training);  // not under the lock: it waits for MXNet
-  std::lock_guard<std::mutex> lock(mu);
-  known[key] = exact;
-  return exact;
+  return checked_once("relu" + out.shape_str() + (training ? "t" : ""), [&] { return check_relu(out, training); });
 }
 
 }  // namespace minpy

@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ bool run_op(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vec
 bool forward_backward(AtomicSymbolCreator creator, std::vector<const char*> keys, std::vector<const char*> vals,
                       const AVal& a, const std::vector<float>& x, const std::vector<float>& g, bool training,
                       std::vector<float>* y, std::vector<float>* dx);
+
+// Whether a and b hold the same floats bit for bit (NaN payloads and zero signs included).
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
+
+// check() once per process for `key` (its result remembered, false included); a thread asking
+// while another runs the check runs it too (it waits for MXNet, so not under the lock).
+bool checked_once(const std::string& key, const std::function<bool()>& check);
 
 // The draws the checks compare on. kWide: values of many magnitudes and both signs, so an
 // output summed in another order (or with and without FMA) differs in its last bits.
