@@ -380,3 +380,51 @@ def test_zero_grad_sweep_programs_that_differed_in_the_sign_of_a_zero(seed, kind
     eager = zero_grad_sweep.run(seed, False, kind)
     jitted = zero_grad_sweep.run(seed, True, kind)
     assert zero_grad_sweep.difference(eager, jitted, signed_zeros=True) is None, "\n".join(eager[2])
+
+
+_SUMMED_ZEROS = {
+    # q read twice by a comparison: two zero nodes for q (fuzz seed 11220377: -0 for +0)
+    "comparison_of_a_value_with_itself": lambda x, y: (lambda q: nd.broadcast_greater(q, q))(x / y),
+    # two rounding ops of one product, both zero nodes for it
+    "floor_and_ceil_of_one_product": lambda x, y: (lambda q: nd.floor(q) + nd.ceil(q))(x * y),
+}
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("program", sorted(_SUMMED_ZEROS))
+def test_a_value_given_two_zero_gradients_skips_the_ops_before_it(program, fuse):
+    """Eager's aggregation drops zero nodes from a sum, so a value read twice by ops with a zero
+    gradient gets a zero node and the division before it is skipped (x.grad +0, where y = 0
+    too). MXNet's gradient pass run inside our graph sums them and ran _backward_div: -0 and
+    NaN. Such a backward is left to MXNet's autograd."""
+    f = _SUMMED_ZEROS[program]
+
+    def prog(x, y):
+        x.attach_grad()
+        y.attach_grad()
+        with autograd.record():
+            z = f(x, y)
+        z.backward()
+        return [x.grad, y.grad, z]
+    previous = minpy_jit.config()["fuse"]
+    minpy_jit.config(fuse=fuse)
+    try:
+        r = run_both(prog, nd.array([[1.5, -2.0, 0.0, 3.0]]), nd.array([[-3.0, 2.0, -1.0, 0.0]]))
+    finally:
+        minpy_jit.config(fuse=previous)
+    assert_same(*r)
+    assert r.stats["backward_in_graph"] == 0 and r.stats["backward_by_mxnet"] == 1, r.stats
+
+
+def test_one_zero_gradient_keeps_the_backward_in_the_graph(mxnet_kernels):
+    """One zero node per value: the pass in our graph skips as eager does, and runs there."""
+    def prog(x, y):
+        x.attach_grad()
+        y.attach_grad()
+        with autograd.record():
+            z = nd.round(x / y)
+        z.backward()
+        return [x.grad, y.grad, z]
+    r = run_both(prog, nd.array([[1.5, -2.0, 0.0, 3.0]]), nd.array([[-3.0, 2.0, -1.0, 0.0]]))
+    assert_same(*r)
+    assert r.stats["backward_in_graph"] == 1, r.stats

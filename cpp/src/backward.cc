@@ -172,6 +172,10 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
       if (skipped[n] && may_fuse(t, n)) return false;
   }
 
+  // A value whose gradient is two or more zero nodes: the pass in our graph sums them, eager's
+  // autograd skips the ops before it (parts.h).
+  if (t.zero_grad_ops && gradient_pass_runs_skipped_ops(t, head_values)) return false;
+
   // The heads' graph: the nodes they depend on.
   std::vector<char> in_graph(t.nodes.size(), 0);
   std::vector<int> stack;

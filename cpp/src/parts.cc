@@ -231,6 +231,32 @@ void eager_gradient_pass(const Trace& t, const std::vector<int>& heads, std::vec
   }
 }
 
+bool gradient_pass_runs_skipped_ops(const Trace& t, const std::vector<int>& heads) {
+  std::vector<uint8_t> eager;
+  std::vector<char> skipped;
+  eager_gradient_pass(t, heads, &eager, &skipped);
+  std::vector<uint8_t> pass(t.values.size(), kNoGradient);
+  std::vector<int> zero_nodes(t.values.size(), 0);  // zero nodes summed into the value's gradient
+  for (int h : heads) pass[h] = kRealGradient;
+  for (size_t i = t.nodes.size(); i-- > 0;) {
+    const Node& n = t.nodes[i];
+    uint8_t s = kNoGradient;
+    for (int v : n.out) s = std::max<uint8_t>(s, zero_nodes[v] > 1 ? kRealGradient : pass[v]);
+    if (s == kNoGradient) continue;
+    if (skipped[i] && s != kZeroNode) return true;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const int v = n.in[k];
+      if (s == kZeroNode || (k < 32 && (n.op->zero_grad_inputs >> k & 1u))) {
+        ++zero_nodes[v];
+        pass[v] = std::max<uint8_t>(pass[v], kZeroNode);
+      } else {
+        pass[v] = kRealGradient;
+      }
+    }
+  }
+  return false;
+}
+
 std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,
                                               const std::vector<std::vector<int>>& head_sets,
                                               const std::vector<char>& handed_on, const std::vector<char>& per_op,

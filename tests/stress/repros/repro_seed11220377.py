@@ -1,12 +1,12 @@
-"""minpy_jit fuzz reproducer: seed 11220377 (OPEN, pre-existing: 55a9a11 differs alike).
+"""minpy_jit fuzz reproducer: seed 11220377 (FIXED; pre-existing: 55a9a11 differed alike).
 
-With config(fuse=False) and backward() inside the scope, a variable's gradient is -0.0 where
-eager MXNet gives +0.0: the head's op (broadcast_greater) has a zero gradient, and eager's
-autograd gives every input of a node whose output gradients are all zeros a zeros gradient
-(MXNet's gradient pass with its zero_ops), while the graph's spliced gradient pass
-(cpp/src/grad_graph.cc) computes _backward_div of that zero, 0 / (-3.88) = -0. With the
-default config (fuse=True) and with the backward left to MXNet (backward_in_graph=False) it
-agrees. Exits 1 while they differ:
+With config(fuse=False) and backward() inside the scope, a variable's gradient was -0.0 where
+eager MXNet gives +0.0: the head broadcast_greater(q, q) hands q two zero nodes, which eager's
+aggregation (AggregateGradient) drops from the sum, so q's gradient is a zero node and the
+division making q is skipped; MXNet's gradient pass run inside our graph
+(cpp/src/grad_graph.cc) summed them with its default aggregation and computed _backward_div
+of that zero, 0 / (-3.88) = -0. Such a backward is left to MXNet now (parts.h:
+gradient_pass_runs_skipped_ops). Exits 1 while they differ:
 
     PYTHONPATH=. .venv/bin/python tests/stress/repros/repro_seed11220377.py
 """
