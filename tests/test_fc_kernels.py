@@ -425,3 +425,31 @@ def test_bias_gradient_of_cancelling_sums_equals_mxnets():
         dB, dW, dX = np.zeros(N, np.float32), np.zeros((N, K), np.float32), np.zeros((M, K), np.float32)
         lib.minpy_fc_backward(ptr(dY), ptr(X), ptr(W), ptr(dX), ptr(dW), ptr(dB), M, K, N, 0, 0)
         np.testing.assert_array_equal(dB.view(np.int32), b.grad.asnumpy().view(np.int32), err_msg=str((trial, M, N)))
+
+
+def test_a_functions_graph_runs_the_band_on_our_kernels():
+    """W4's recurrent product, (16, 128) by (512, 128), is in the band left to MXNet under jit(),
+    where Python records the next segment beside the graph; a @minpy_jit.function's graph runs
+    with Python waiting in its replay, and takes it (exact_fc.cc). Eager's bits either way."""
+    rows, inputs, outputs = 16, 128, 512
+    work = rows * inputs * outputs
+    in_band = _core.fc_kernel_serial_multiply_adds() <= work < _core.fc_kernel_min_multiply_adds
+    checked = _core.fc_kernel_blocks(rows, inputs, outputs, True, False, False) is not None
+    x, w, b = nd.array(wide(rows, inputs, seed=1)), nd.array(wide(outputs, inputs, seed=2)), nd.array(wide(outputs, seed=3))
+
+    def step(x, w, b):
+        return nd.relu(nd.FullyConnected(x, w, b, num_hidden=outputs)) * 2
+
+    expected = step(x, w, b)
+    decorated = minpy_jit.function(step)
+    for _ in range(3):  # captured, then replayed
+        assert_same(expected, decorated(x, w, b))
+    [graph] = [g for g in minpy_jit.graphs() if "fragment" in g["site"]]  # (the capture ran under jit())
+    assert ("= _minpy_fc(" in graph["ir"]) == checked, graph["ir"]
+
+    minpy_jit.clear_cache()
+    with minpy_jit.jit():
+        got = step(x, w, b)
+    assert_same(expected, got)
+    [graph] = minpy_jit.graphs()
+    assert ("= _minpy_fc(" in graph["ir"]) == (checked and not in_band), graph["ir"]

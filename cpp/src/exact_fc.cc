@@ -278,13 +278,16 @@ std::vector<Attr> fc_kernel_attrs(const Trace& t, const Node& n, const std::vect
   if (n.op->name != "FullyConnected" || n.out.size() != 1 || !n.mutated.empty() || n.in.size() < 2) return {};
   const AVal& x = t.values[n.in[0]].aval;
   const AVal& w = t.values[n.in[1]].aval;
-  // Products between one thread's size and the floor stay MXNet's: W4's (16, 128) by (512, 128),
-  // 1M multiply-adds, took longer as our op under jit(), where the Python thread records the next
-  // segment meanwhile and our second thread has no core to run on. Below, our op runs on one
+  // Products between one thread's size and the floor stay MXNet's under jit(): W4's (16, 128) by
+  // (512, 128), 1M multiply-adds, took longer as our op there, where the Python thread records
+  // the next segment meanwhile and our second thread has no core to run on. A fragment's graph
+  // runs with Python waiting in its replay: W4 as a @function took 1.50 ms with MXNet's product,
+  // 1.25 ms with ours (function_workloads.py --only w4). Below the band our op runs on one
   // thread and costs less than oneDNN's small products: W3's (64, 256) by (10, 256) layer as
   // ours took W3's step from 0.422-0.441 to 0.418-0.427 ms (README, gemm).
   const int64_t work = x.ndim == 2 ? x.dims[0] * x.dims[1] * w.dims[0] : 0;
-  if (x.ndim == 2 && work < fc_min_multiply_adds() && work >= fc_serial_multiply_adds()) return {};
+  if (x.ndim == 2 && !t.launched_alone && work < fc_min_multiply_adds() && work >= fc_serial_multiply_adds())
+    return {};
   const bool bias = !mx_bool(attr_value(n.attrs, "no_bias", "False"));
   if (n.in.size() != (bias ? 3u : 2u)) return {};
   if (x.ndim != 2 || w.ndim != 2 || x.dtype != 0 || w.dtype != 0 || x.dev_type != 1 || w.dev_type != 1) return {};

@@ -499,6 +499,7 @@ void ensure_executor(FragmentState& F, Variant& v) {
   const bool per_op = v.recording;
   Key128 key = v.key;
   if (per_op) key.add(0x1D11AEDULL);  // as flush.cc keys such a graph
+  if (v.trace.launched_alone) key.add(0xA10EULL);  // lowered otherwise than jit()'s graph of it (exact_fc.cc)
   auto cached = R->cache.find(key);
   if (cached && cached->op) {
     v.exe = cached;
@@ -983,6 +984,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
 
   Trace& ft = v->trace;
   ft.start(c.rec, c.train, c.np);
+  ft.launched_alone = true;
   std::vector<int> vmap(t.values.size(), -1);
   std::vector<int> ext_of_leaf(L, -1);
   auto describe_array = [&](int value) {

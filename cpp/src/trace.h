@@ -176,6 +176,9 @@ class Trace {
   size_t peeked = 0;
   uint64_t peek_key = 0;  // the trace's key when it was read so (Runtime::reads_not_kept)
   bool zero_grad_ops = false;  // holds an op whose gradient is a zero node for some input (parts.h)
+  // A @minpy_jit.function fragment's: its graph is launched by one C++ call of a replay, with no
+  // Python recording beside it, so our two-thread kernels have both cores (exact_fc.cc).
+  bool launched_alone = false;
   // The gradient buffers a pending backward node writes (backward.cc keeps the trace open
   // past backward() so that the update joins the graph), by storage chunk. Code reading a
   // gradient reaches the buffer through other handles of the same array (the Trainer's
@@ -231,6 +234,7 @@ class Trace {
     peeked = 0;
     peek_key = 0;
     zero_grad_ops = false;
+    launched_alone = false;
     user_ops = 0;
     user_ops_hash = 0;
     owned.clear();
