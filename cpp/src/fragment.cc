@@ -524,7 +524,9 @@ void ensure_executor(FragmentState& F, Variant& v) {
     ++R->stats.cache_misses;
     R->stats.compile_ms += exe->compile_ms;
     R->stats.cache_evictions += R->cache.insert(key, exe);
-    v.exe = exe;
+    // Another thread may have compiled the variant while this one compiled without the GIL (an
+    // FC check waits for MXNet): the first executor stays, a replay may be running it.
+    if (!v.exe) v.exe = exe;
   } catch (const MXError& e) {
     v.eager_only = true;
     v.compile_error = first_line(e.what());
@@ -590,7 +592,8 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   if (!v.exe) return nullptr;
   drain_launches();
   if (R->pending) flush_all("fragment call");
-  Executor& exe = *v.exe;
+  const std::shared_ptr<Executor> held = v.exe;  // alive through the launch, whatever other threads do
+  Executor& exe = *held;
   static thread_local LaunchArrays arrays;
   std::vector<NDArrayHandle>&ins = arrays.ins, &outs = arrays.outs;
   ins.clear();
