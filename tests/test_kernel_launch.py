@@ -241,3 +241,83 @@ def test_large_chain_of_two_kernels_on_both_threads():
             got = w2(x)
         assert_same(want, got)
     assert launched() - before == 2
+
+
+def graph_ops():
+    """The operators of the one graph compiled since the test began (variables left out)."""
+    [g] = [g for g in minpy_jit.graphs() if "fragment" in g["site"]] or minpy_jit.graphs()[:1]
+    import json
+    return sorted({n["op"] for n in json.loads(g["json"])["nodes"] if n["op"] != "null"})
+
+
+def concat_rows(a, b):
+    return nd.relu(nd.concat(a, b, dim=0)) * 2
+
+
+def concat_columns(a, b):
+    return nd.relu(nd.concat(a, b, dim=1)) * 2
+
+
+@pytest.mark.parametrize("program,direct", [(concat_rows, True), (concat_columns, False)])
+def test_concat_of_rows_is_part_of_the_launch(program, direct):
+    """Concat along the first axis copies the inputs one after the other inside the launch;
+    along another axis the graph stays a CachedOp. Eager's bits either way."""
+    a, b = arr(rand(3, 5, seed=40)), arr(rand(3, 5, seed=41))
+    want = program(a, b)
+    before = launched()
+    fn = minpy_jit.function(program)
+    for _ in range(3):
+        assert_same(want, fn(a, b))
+    assert "Concat" in graph_ops()
+    assert launched() - before == (3 if direct else 0)  # the capture's graph under jit() too
+
+
+def _fc_taken(rows, inputs, outputs):
+    return minpy_jit._core.fc_kernel_blocks(rows, inputs, outputs, True, False, False) is not None
+
+
+def test_inference_mlp_is_one_launch_of_products_and_kernels():
+    """Dense layers of our product (_minpy_fc, its relu folded in) and a fused tail: one launch
+    calling the products and the kernel in turn, with eager's bits (under jit() and as a function)."""
+    x = arr(rand(64, 784, seed=42))
+    w1, b1 = arr(rand(256, 784, seed=43) * 0.05), arr(rand(256, seed=44))
+    w2, b2 = arr(rand(10, 256, seed=45) * 0.05), arr(rand(10, seed=46))
+
+    def mlp(x, w1, b1, w2, b2):
+        h = nd.Activation(nd.FullyConnected(x, w1, b1, num_hidden=256), act_type="relu")
+        return nd.tanh(nd.FullyConnected(h, w2, b2, num_hidden=10)) * 0.5 + 1
+
+    want = mlp(x, w1, b1, w2, b2)
+    before = launched()
+    for _ in range(3):
+        with minpy_jit.jit():
+            got = mlp(x, w1, b1, w2, b2)
+        assert_same(want, got)
+    taken = _fc_taken(64, 784, 256) and _fc_taken(64, 256, 10)
+    assert (graph_ops() == ["_minpy_fc", "_minpy_fused_elemwise"]) == taken, graph_ops()
+    assert launched() - before == (3 if taken else 0)
+
+
+def test_lstm_sequence_function_is_one_launch():
+    """W4's shape over 6 steps as a @function: the batched input projections' Concat and
+    product, the recurrent products and the cell's fused kernels run as one launch."""
+    cell = gluon.rnn.LSTMCell(128, input_size=64)
+    cell.initialize(mx.init.Xavier(), force_reinit=True)
+    xs = [arr(rand(16, 64, seed=50 + t)) for t in range(6)]
+    h0, c0 = arr(rand(16, 128, seed=60)), arr(rand(16, 128, seed=61))
+
+    def sequence(xs, h, c):
+        states = [h, c]
+        for x in xs:
+            _, states = cell(x, states)
+        return states
+
+    want = sequence(xs, h0, c0)
+    fn = minpy_jit.function(sequence)
+    before = launched()
+    for _ in range(3):
+        assert_same(want, fn(xs, h0, c0))
+    ops = graph_ops()
+    direct = set(ops) <= {"Concat", "_minpy_fc", "_minpy_fused_elemwise"}
+    assert direct == _fc_taken(16, 128, 512), ops
+    assert launched() - before == (2 if direct else 0)  # the capture runs under jit(), where the product is MXNet's

@@ -109,6 +109,15 @@ MXReturnValue gradients(const Plan& p, std::vector<MXTensor>* inputs, std::vecto
   } catch (const std::exception& e) { return report(e); }
 }
 
+// Y (M, N) = X (M, K) . W (N, K)^T (+ b), then relu with act=relu: the op's forward, and a
+// direct launch's (minpy_fc_program_run).
+void forward(const Plan& p, const float* X, const float* W, const float* b, float* Y, int64_t M, int64_t K) {
+  thread_local std::vector<float> scratch;  // X transposed
+  scratch.resize(static_cast<size_t>(M * K));
+  gemm::fc_forward(X, W, b, Y, M, K, p.num_hidden, p.kc, scratch.data());
+  if (p.relu) gemm::relu_forward(Y, M * p.num_hidden);
+}
+
 class FcState : public CustomStatefulOp {
  public:
   explicit FcState(Plan p) : p_(p) {}
@@ -123,10 +132,7 @@ class FcState : public CustomStatefulOp {
       const float* b = p_.bias ? floats((*inputs)[2], N, "bias") : nullptr;
       float* Y = floats((*outputs)[0], M * N, "output");
       if (!X || !W || !Y || (p_.bias && !b)) throw std::runtime_error("an input or the output has no memory");
-      thread_local std::vector<float> scratch;  // X transposed
-      scratch.resize(static_cast<size_t>(M * K));
-      gemm::fc_forward(X, W, b, Y, M, K, N, p_.kc, scratch.data());
-      if (p_.relu) gemm::relu_forward(Y, M * N);
+      forward(p_, X, W, b, Y, M, K);
       return MX_SUCCESS;
     } catch (const std::exception& e) { return report(e); }
   }
@@ -224,6 +230,42 @@ MXReturnValue create_grad_state(const AttrMap& attrs, const MXContext&, const st
 }
 
 }  // namespace
+
+// The forward for a graph launched without MXNet's CachedOp (cpp/src/kernel_launch.h), with the
+// interface of a fused program (fused_elemwise.cc): a plan from the node's attributes, then runs
+// on float32 arrays of in_sizes / out_sizes elements, [X, W, (b)] -> [Y], the shapes following
+// from the sizes and num_hidden. A run returns null, or why the arrays do not fit.
+extern "C" __attribute__((visibility("default"))) void* minpy_fc_program_create(int num_attrs, const char* const* keys,
+                                                                               const char* const* vals) {
+  try {
+    AttrMap attrs;
+    for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
+    Plan p = parse_plan(attrs);
+    if (p.num_hidden < 1 || !gemm::supported()) return nullptr;
+    return new Plan(p);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) void minpy_fc_program_free(void* program) {
+  delete static_cast<Plan*>(program);
+}
+
+extern "C" __attribute__((visibility("default"))) const char* minpy_fc_program_run(const void* program,
+                                                                                  const float* const* in,
+                                                                                  const int64_t* in_sizes,
+                                                                                  float* const* out,
+                                                                                  const int64_t* out_sizes) {
+  const Plan& p = *static_cast<const Plan*>(program);
+  const int64_t N = p.num_hidden;
+  const int64_t K = in_sizes[1] / N;
+  if (K < 1 || in_sizes[1] != N * K || in_sizes[0] % K != 0) return "_minpy_fc: data and weight sizes do not fit";
+  const int64_t M = in_sizes[0] / K;
+  if (out_sizes[0] != M * N || (p.bias && in_sizes[2] != N)) return "_minpy_fc: bias or output size does not fit";
+  forward(p, in[0], in[1], p.bias ? in[2] : nullptr, out[0], M, K);
+  return nullptr;
+}
 
 REGISTER_OP(_minpy_fc_grad)
     .setParseAttrs(grad_parse_attrs)

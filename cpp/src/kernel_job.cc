@@ -140,7 +140,7 @@ void run(Job& j) {
     step_out.clear();
     for (const KernelSlot& s : st.inputs) step_in.push_back(where(s));
     for (const KernelSlot& s : st.outputs) step_out.push_back(where(s));
-    const char* why = k.run(st.program.get(), step_in.data(), st.in_elems.data(), step_out.data(), st.out_elems.data());
+    const char* why = st.run(st.program.get(), step_in.data(), st.in_elems.data(), step_out.data(), st.out_elems.data());
     if (why)
       throw std::runtime_error(std::string("minpy_jit fused kernel: ") + why);
   }

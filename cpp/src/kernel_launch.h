@@ -1,6 +1,7 @@
-// A graph made only of our fused elementwise kernels, run without MXNet's CachedOp: one engine
-// operation that calls the kernel library's programs itself, one after the other (a value only
-// a later kernel reads lives in a buffer of the operation's own).
+// A graph made only of our kernels -- fused elementwise programs, _minpy_fc's forward, and the
+// Concat along the first axis that batches a recurrent cell's input projections -- run without
+// MXNet's CachedOp: one engine operation that calls the kernel library's programs itself, one
+// after the other (a value only a later kernel reads lives in a buffer of the operation's own).
 //
 // Why: handing MXNet a one-node CachedOp costs several microseconds of its bookkeeping, and
 // the work goes to the engine's worker thread and back (W1 as an @function: ~28 us of CPU a
@@ -32,8 +33,9 @@
 
 namespace minpy {
 
-// The kernel library's entry point for one run of a compiled program (fused_elemwise.cc):
-// null, or why the arrays do not fit the program.
+// The kernel library's entry point for one run of a compiled program (fused_elemwise.cc's, and
+// fc_op.cc's for _minpy_fc; kernel_launch.cc's own for Concat): null, or why the arrays do not
+// fit the program.
 using FusedProgramRun = const char* (*)(const void* program, const float* const* in, const int64_t* in_sizes,
                                         float* const* out, const int64_t* out_sizes);
 
@@ -47,13 +49,13 @@ struct KernelSlot {
 };
 
 struct KernelLaunch {
-  struct Step {  // one fused kernel of the graph, in the graph's order
-    std::shared_ptr<void> program;  // the kernel library's compiled program of the node
+  struct Step {  // one kernel of the graph, in the graph's order
+    std::shared_ptr<void> program;  // the kernel library's compiled program of the node (Concat: none)
+    FusedProgramRun run = nullptr;
     std::vector<KernelSlot> inputs, outputs;
     std::vector<int64_t> in_elems, out_elems;
   };
   std::vector<Step> steps;
-  FusedProgramRun run = nullptr;
   std::vector<int> input_pos;        // the graph inputs the kernels read: CachedOp positions, each once
   std::vector<int64_t> input_elems;  // ... and their element counts
   std::vector<int64_t> head_elems;   // per graph head
@@ -62,7 +64,7 @@ struct KernelLaunch {
 };
 
 // kernel_launch.cc: the plan for graph `json` (MXNet symbol JSON as lower() writes it) if all its
-// operators are fused kernels and every head is a kernel's result, else null. `input_values`: the
+// operators are our kernels and every head is a kernel's result, else null. `input_values`: the
 // value of each CachedOp input (Executor::input_values); `input_elems` / `head_elems`: their
 // element counts; `all_cpu_float32`: every array of the graph is float32 on CPU context
 // `dev_id`. GIL held.
