@@ -46,6 +46,10 @@ constexpr int64_t kTile = 512;  // floats per register buffer (2 KiB): a few liv
 // call runs on one thread: about 100 us of single-thread time (W4's gate blocks, 2K
 // elements, stay serial; W2's 1M-element chain splits).
 constexpr int64_t kParallelWork = int64_t(1) << 20;
+// ... and the work from which it takes a helper that is awake already (parallel.h,
+// helpers_awake: a GEMM just before, as an LSTM cell's gates follow their product): W4's
+// cell, 2K elements of three sigmoids and two tanh (~100K), 7 us on one thread.
+constexpr int64_t kAwakeParallelWork = int64_t(1) << 15;
 constexpr int64_t kHeavyCost = 8;
 
 struct Program {
@@ -441,18 +445,22 @@ void run_share(const Call& c, int64_t t0, int64_t t1) {
   execute_tiles(c, bufs.data(), t0, t1);
 }
 
-// Threads worth using for this call (parallel.h): 1 below kParallelWork, else up to
-// max_threads(), each thread getting at least kParallelWork / 2 of work.
-int threads_for(const Program& p, int64_t tiles) {
+// Threads worth using for this call (parallel.h): 1 below kParallelWork (kAwakeParallelWork
+// while a helper is awake), else up to max_threads(), each thread getting at least half that.
+int threads_for(const Program& p, int64_t tiles, bool awake) {
   const int64_t work = p.rows * p.cols * std::max<int64_t>(p.cost_per_elem, 1);
-  return tiles < 2 ? 1 : static_cast<int>(std::min<int64_t>(tiles, threads_for_work(work, kParallelWork / 2)));
+  const int64_t min_work = (awake ? kAwakeParallelWork : kParallelWork) / 2;
+  return tiles < 2 ? 1 : static_cast<int>(std::min<int64_t>(tiles, threads_for_work(work, min_work)));
 }
 
 void execute(const Call& c) {
   const int64_t tiles = Tiling(*c.p).count();
-  const int nt = threads_for(*c.p, tiles);
+  const bool awake = helpers_awake();
+  const int nt = threads_for(*c.p, tiles, awake);
   const int64_t chunk = nt <= 1 ? tiles : std::max<int64_t>(1, std::min<int64_t>(16, tiles / (8 * nt)));
-  parallel_chunks(tiles, chunk, nt, [&c](int64_t t0, int64_t t1) { run_share(c, t0, t1); });
+  // Helpers taken awake stay awake as the GEMM asked: the next product follows.
+  const int64_t linger = awake && nt > 1 ? idle_spin_ns() : 0;
+  parallel_chunks(tiles, chunk, nt, [&c](int64_t t0, int64_t t1) { run_share(c, t0, t1); }, linger);
 }
 
 // ---- MXNet glue ----

@@ -48,6 +48,8 @@ double threshold_scale() {
 
 namespace {
 
+std::atomic<int> spinning_helpers{0};  // helpers in their linger spin (helpers_awake)
+
 // One call's range, shared by the caller and the helpers that join it.
 struct Job {
   void (*body)(void*, int64_t, int64_t);
@@ -115,7 +117,9 @@ class Pool {
         // Bounded, so an idle helper soon stops taking a core.
         const uint64_t seen = posted_.load(std::memory_order_acquire);
         lock.unlock();
+        spinning_helpers.fetch_add(1, std::memory_order_relaxed);
         spin_until([this, seen] { return posted_.load(std::memory_order_acquire) != seen; }, linger);
+        spinning_helpers.fetch_sub(1, std::memory_order_relaxed);
         lock.lock();
       }
       wake_.wait(lock, [this] { return job_ != nullptr && wanted_ > 0; });
@@ -164,6 +168,8 @@ Pool& the_pool() {
 }
 
 }  // namespace
+
+bool helpers_awake() { return spinning_helpers.load(std::memory_order_relaxed) > 0; }
 
 void run_chunks(int64_t n, int64_t chunk, int threads, void (*body)(void*, int64_t, int64_t), void* ctx,
                 int64_t linger_ns) {

@@ -39,6 +39,12 @@ extern std::atomic<int64_t> parallel_calls;
 // exact_gemm.cc passes it as linger_ns): MINPY_KERNELS_SPIN_US, default 100 us.
 int64_t idle_spin_ns();
 
+// Whether a helper is awake now, spinning in the time a GEMM's call asked it to stay awake for
+// (linger_ns): handing it work costs about a microsecond then, against the 20-30 us of waking
+// a sleeping one, so a kernel may split smaller work (fused_elemwise.cc). A hint: the helper
+// may fall asleep the next moment (the call then runs with it late or alone, as ever).
+bool helpers_awake();
+
 // MINPY_KERNELS_THRESHOLD_SCALE (default 1) multiplies every kernel's threshold: 0 threads
 // every call, a large value none. For measuring the thresholds (benchmarks/kernel_threads.py).
 double threshold_scale();
