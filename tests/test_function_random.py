@@ -54,7 +54,7 @@ class Gen:
 
     def expr(self, d=0):
         a = self.arr()
-        choice = self.r.randrange(9 if d < 2 else 4)
+        choice = self.r.randrange(10 if d < 2 else 4)
         if choice == 0:
             return a
         if choice == 1:
@@ -71,6 +71,9 @@ class Gen:
             return "(%s) * (%s)" % (self.expr(d + 1), self.expr(d + 1))
         if choice == 7:
             return "nd.clip(%s, -2, 2)" % self.expr(d + 1)
+        if choice == 8:  # our product where its check passes, its relu folded in, launched with kernels
+            fc = "nd.FullyConnected(%s, WF, BF, num_hidden=4)" % self.expr(d + 1)
+            return self.r.choice([fc, "nd.Activation(%s, act_type='relu')" % fc])
         return "%s - %s.mean()" % (a, self.arr())
 
     def new_name(self):
@@ -132,7 +135,8 @@ class Gen:
 
     def program(self):
         head = ["import mxnet as mx", "from mxnet import nd", "",
-                "G_SCALE = 0.5", "W = nd.ones((4, 4)) * 0.1", "BAD = nd.ones((3, 3))", "",
+                "G_SCALE = 0.5", "W = nd.ones((4, 4)) * 0.1",
+                "WF = nd.arange(16).reshape((4, 4)) * 0.05 - 0.3", "BF = nd.arange(4) * 0.1 - 0.15", "BAD = nd.ones((3, 3))", "",
                 "def make():", "    c = 1.5", "    c_int = 2", "",
                 "    def f(x, y, n, flag):", "        k = 1", "        hist = []"]
         self.depth = 2
