@@ -453,3 +453,29 @@ def test_a_functions_graph_runs_the_band_on_our_kernels():
     assert_same(expected, got)
     [graph] = minpy_jit.graphs()
     assert ("= _minpy_fc(" in graph["ir"]) == (checked and not in_band), graph["ir"]
+
+
+@pytest.mark.parametrize("weight_grad", [True, False])
+def test_bias_gradient_without_the_weights_is_eagers(weight_grad):
+    """MXNet's oneDNN backward writes the bias gradient only where the weight's is wanted: with
+    the weight a constant, eager leaves the bias's gradient buffer as it was (zeros here). Such a
+    product keeps MXNet's operator, so jit() gives eager's result; with the weight's gradient
+    wanted it is ours, and both give the true sums."""
+    x, w, b = nd.array(wide(64, 784, seed=1)), nd.array(wide(256, 784, seed=2)), nd.array(wide(256, seed=3))
+
+    def step(x, w, b):
+        if weight_grad:
+            w.attach_grad()
+        b.attach_grad()
+        with autograd.record():
+            y = nd.FullyConnected(x, w, b, num_hidden=256)
+            s = (y * 0.5).sum()
+        s.backward()
+        return [b.grad] + ([w.grad] if weight_grad else [])
+
+    r = run_both(step, x, w, b)
+    assert_same(*r)
+    ir = minpy_jit.graphs()[0]["ir"]
+    assert ("= _minpy_fc(" in ir) == (weight_grad and exact(64, 784, 256, backward=True)), ir
+    if weight_grad:  # the true sums: 0.5 over 64 rows
+        assert np.array_equal(r[1][0].asnumpy(), np.full(256, 0.5 * 64, np.float32))
