@@ -150,12 +150,12 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       if (at == input_values.end()) return nullptr;
       const int pos = static_cast<int>(at - input_values.begin());
       auto seen = std::find(plan->input_pos.begin(), plan->input_pos.end(), pos);
+      const int index = static_cast<int>(seen - plan->input_pos.begin());  // (the new last one if not seen)
       if (seen == plan->input_pos.end()) {
         plan->input_pos.push_back(pos);
         plan->input_elems.push_back(input_elems[pos]);
       }
-      from.push_back({-1, static_cast<int>(std::find(plan->input_pos.begin(), plan->input_pos.end(), pos) -
-                                           plan->input_pos.begin())});
+      from.push_back({-1, index});
       st.in_elems.push_back(input_elems[pos]);
     }
     if (op->str == "_minpy_fused_elemwise") {
