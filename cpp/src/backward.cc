@@ -161,20 +161,20 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
   }
 
   // An op eager's gradient pass skips behind a zero gradient (a comparison's, floor's: parts.h)
-  // that our kernels may fuse: a fused unit's gradient always runs, with zeros where eager's
-  // pass has zero nodes (0 * inf = NaN where eager's gradient is 0). MXNet's own backward runs
-  // instead, after a flush that gives such ops eager's autograd nodes (flush.cc).
-  if (t.zero_grad_ops && R->cfg.fuse && !R->kernels.empty()) {
+  // that our graph would run: one our kernels may fuse (a fused unit's gradient always runs,
+  // with zeros where eager's pass has zero nodes: 0 * inf = NaN where eager's gradient is 0), or
+  // one behind a value handed two zero nodes, which MXNet's pass in our graph sums (parts.h).
+  // MXNet's own backward runs instead, after a flush that gives such ops eager's autograd
+  // nodes (flush.cc).
+  if (t.zero_grad_ops) {
     std::vector<uint8_t> gradient;
-    std::vector<char> skipped;
+    std::vector<char> skipped, skipped_in_graph;
     eager_gradient_pass(t, head_values, &gradient, &skipped);
+    eager_gradient_pass(t, head_values, &gradient, &skipped_in_graph, /*sums_zero_nodes=*/true);
+    const bool fusing = R->cfg.fuse && !R->kernels.empty();
     for (size_t n = 0; n < t.nodes.size(); ++n)
-      if (skipped[n] && may_fuse(t, n)) return false;
+      if (skipped[n] && (!skipped_in_graph[n] || (fusing && may_fuse(t, n)))) return false;
   }
-
-  // A value whose gradient is two or more zero nodes: the pass in our graph sums them, eager's
-  // autograd skips the ops before it (parts.h).
-  if (t.zero_grad_ops && gradient_pass_runs_skipped_ops(t, head_values)) return false;
 
   // The heads' graph: the nodes they depend on.
   std::vector<char> in_graph(t.nodes.size(), 0);

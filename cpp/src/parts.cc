@@ -213,7 +213,7 @@ uint32_t zero_gradient_inputs(const std::string& op) {
 }
 
 void eager_gradient_pass(const Trace& t, const std::vector<int>& heads, std::vector<uint8_t>* value_gradient,
-                         std::vector<char>* skipped) {
+                         std::vector<char>* skipped, bool sums_zero_nodes) {
   std::vector<uint8_t>& g = *value_gradient;
   g.assign(t.values.size(), kNoGradient);
   skipped->assign(t.nodes.size(), 0);
@@ -226,35 +226,11 @@ void eager_gradient_pass(const Trace& t, const std::vector<int>& heads, std::vec
     if (s == kNoGradient) continue;
     for (size_t k = 0; k < n.in.size(); ++k) {
       const bool zero = s == kZeroNode || (k < 32 && (n.op->zero_grad_inputs >> k & 1u));
-      g[n.in[k]] = std::max<uint8_t>(g[n.in[k]], zero ? kZeroNode : kRealGradient);
+      uint8_t& got = g[n.in[k]];
+      got = zero && sums_zero_nodes && got == kZeroNode ? kRealGradient  // a second zero node: their sum
+                                                        : std::max<uint8_t>(got, zero ? kZeroNode : kRealGradient);
     }
   }
-}
-
-bool gradient_pass_runs_skipped_ops(const Trace& t, const std::vector<int>& heads) {
-  std::vector<uint8_t> eager;
-  std::vector<char> skipped;
-  eager_gradient_pass(t, heads, &eager, &skipped);
-  std::vector<uint8_t> pass(t.values.size(), kNoGradient);
-  std::vector<int> zero_nodes(t.values.size(), 0);  // zero nodes summed into the value's gradient
-  for (int h : heads) pass[h] = kRealGradient;
-  for (size_t i = t.nodes.size(); i-- > 0;) {
-    const Node& n = t.nodes[i];
-    uint8_t s = kNoGradient;
-    for (int v : n.out) s = std::max<uint8_t>(s, zero_nodes[v] > 1 ? kRealGradient : pass[v]);
-    if (s == kNoGradient) continue;
-    if (skipped[i] && s != kZeroNode) return true;
-    for (size_t k = 0; k < n.in.size(); ++k) {
-      const int v = n.in[k];
-      if (s == kZeroNode || (k < 32 && (n.op->zero_grad_inputs >> k & 1u))) {
-        ++zero_nodes[v];
-        pass[v] = std::max<uint8_t>(pass[v], kZeroNode);
-      } else {
-        pass[v] = kRealGradient;
-      }
-    }
-  }
-  return false;
 }
 
 std::vector<char> parts_hiding_zero_gradients(const Trace& t, const std::vector<int>& part_of_node, int parts,

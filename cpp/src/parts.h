@@ -41,17 +41,14 @@ uint32_t zero_gradient_inputs(const std::string& op);
 // autograd node: per value, the gradient it gets (kNoGradient: none reaches it; kZeroNode:
 // only MXNet's zero nodes; kRealGradient: an array), and per node whether the pass skips its
 // backward (its output gradients are all zero nodes: CheckGradAllZero, see below).
+// `sums_zero_nodes`: the same pass as splice_gradient runs it inside our graph (grad_graph.cc).
+// Eager's aggregation (AggregateGradient) drops zero nodes from a sum of gradients; that pass's
+// default one sums them, so a value handed zero nodes by two reads or more (and nothing real)
+// gets an elemwise_sum, a real gradient, and the ops before it run their backward with zeros:
+// 0 / -3.88 = -0 and 0 * inf = NaN where eager's gradient is +0 (fuzz seed 11220377).
 enum GradientKind : uint8_t { kNoGradient, kZeroNode, kRealGradient };
 void eager_gradient_pass(const Trace& t, const std::vector<int>& heads, std::vector<uint8_t>* value_gradient,
-                         std::vector<char>* skipped);
-
-// Whether MXNet's gradient pass run inside our graph (grad_graph.cc) would run the backward of
-// an op eager's autograd skips, for the backward from `heads`. Eager's aggregation
-// (AggregateGradient) drops zero nodes from a sum of gradients; the pass's default one, which
-// splice_gradient runs, sums them: a value handed zero nodes by two reads or more (and nothing
-// real) gets an elemwise_sum, not a zero node, and the ops before it run their backward with
-// zeros: 0 / -3.88 = -0 and 0 * inf = NaN where eager's gradient is +0 (fuzz seed 11220377).
-bool gradient_pass_runs_skipped_ops(const Trace& t, const std::vector<int>& heads);
+                         std::vector<char>* skipped, bool sums_zero_nodes = false);
 
 // MXNet's gradient pass (nnvm Gradient with zero_ops, CheckGradAllZero in MakeNonlossGradNode)
 // gives an op whose output gradients are all such zero nodes zero nodes for its inputs instead

@@ -6,7 +6,7 @@ aggregation (AggregateGradient) drops from the sum, so q's gradient is a zero no
 division making q is skipped; MXNet's gradient pass run inside our graph
 (cpp/src/grad_graph.cc) summed them with its default aggregation and computed _backward_div
 of that zero, 0 / (-3.88) = -0. Such a backward is left to MXNet now (parts.h:
-gradient_pass_runs_skipped_ops). Exits 1 while they differ:
+eager_gradient_pass with sums_zero_nodes, backward.cc). Exits 1 while they differ:
 
     PYTHONPATH=. .venv/bin/python tests/stress/repros/repro_seed11220377.py
 """
