@@ -15,6 +15,13 @@ namespace minpy_kernels {
 
 using AttrMap = std::unordered_map<std::string, std::string>;
 
+// The attributes a C entry point of the library gets as two arrays (a program's create call).
+inline AttrMap attr_map(int num_attrs, const char* const* keys, const char* const* vals) {
+  AttrMap attrs;
+  for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
+  return attrs;
+}
+
 inline const std::string& attr(const AttrMap& attrs, const std::string& key) {
   auto it = attrs.find(key);
   if (it == attrs.end()) throw std::runtime_error("missing attribute '" + key + "'");

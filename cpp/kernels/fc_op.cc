@@ -238,9 +238,7 @@ MXReturnValue create_grad_state(const AttrMap& attrs, const MXContext&, const st
 extern "C" __attribute__((visibility("default"))) void* minpy_fc_program_create(int num_attrs, const char* const* keys,
                                                                                const char* const* vals) {
   try {
-    AttrMap attrs;
-    for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
-    Plan p = parse_plan(attrs);
+    const Plan p = parse_plan(attr_map(num_attrs, keys, vals));
     if (p.num_hidden < 1 || !gemm::supported()) return nullptr;
     return new Plan(p);
   } catch (const std::exception&) {

@@ -611,9 +611,7 @@ extern "C" __attribute__((visibility("default"))) void* minpy_fused_program_crea
                                                                                   const char* const* keys,
                                                                                   const char* const* vals) {
   try {
-    AttrMap attrs;
-    for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
-    return new Program(compile(parse_ssa(attrs)));
+    return new Program(compile(parse_ssa(attr_map(num_attrs, keys, vals))));
   } catch (const std::exception&) {
     return nullptr;
   }

@@ -467,8 +467,7 @@ const OpDef* const kDefs[] = {&kSgdDef, &kSgdMomDef, &kNagDef, &kAdamDef, &kRmsp
 void* create_plan(const char* op, int num_attrs, const char* const* keys, const char* const* vals) {
   for (const OpDef* d : kDefs) {
     if (std::string(op) != d->name) continue;
-    AttrMap attrs;
-    for (int i = 0; i < num_attrs; ++i) attrs[keys[i]] = vals[i];
+    AttrMap attrs = attr_map(num_attrs, keys, vals);
     attrs["num_weights"] = "1";  // per run; the rates and decays come with each run
     attrs["lrs"] = "(0,)";
     attrs["wds"] = "(0,)";

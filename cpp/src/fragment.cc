@@ -499,7 +499,7 @@ void ensure_executor(FragmentState& F, Variant& v) {
   const bool per_op = v.recording;
   Key128 key = v.key;
   if (per_op) key.add(0x1D11AEDULL);  // as flush.cc keys such a graph
-  if (v.trace.launched_alone) key.add(0xA10EULL);  // lowered otherwise than jit()'s graph of it (exact_fc.cc)
+  key.add(0xA10EULL);  // lowered for a replay (Trace::launched_alone), not as jit()'s graph of it
   auto cached = R->cache.find(key);
   if (cached && cached->op) {
     v.exe = cached;
