@@ -178,6 +178,20 @@ def jit_or_eager(use_jit):
     return minpy_jit.jit() if use_jit else contextlib.nullcontext()
 
 
+def train_steps(net, trainer, x, y, steps):
+    """`steps` Gluon training steps (softmax cross-entropy, mean, backward(), trainer.step(1)):
+    the losses and the parameters after them."""
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    losses = []
+    for _ in range(steps):
+        with mx.autograd.record():
+            loss = loss_fn(net(x), y).mean()
+        loss.backward()
+        trainer.step(1)
+        losses.append(loss)
+    return losses, [p.data() for p in net.collect_params().values()]
+
+
 def rand(*shape, seed=0, dtype=np.float32):
     """Deterministic uniform(-1, 1) numpy data."""
     return np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(dtype)

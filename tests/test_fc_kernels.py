@@ -16,7 +16,7 @@ from mxnet.gluon import nn
 
 import minpy_jit
 from minpy_jit import _core
-from conftest import assert_same, rand, run_both
+from conftest import assert_same, rand, run_both, train_steps
 
 pytestmark = pytest.mark.usefixtures("whole_traces", "isolated_runtime")
 
@@ -129,16 +129,7 @@ def test_w3_training_steps_equal_eager(optimizer):
 
     def train(x, y):
         net = mlp(3)
-        trainer = gluon.Trainer(net.collect_params(), optimizer, {"learning_rate": 0.01})
-        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-        losses = []
-        for _ in range(8):
-            with autograd.record():
-                loss = loss_fn(net(x), y).mean()
-            loss.backward()
-            trainer.step(1)
-            losses.append(loss)
-        return losses, [p.data() for p in net.collect_params().values()]
+        return train_steps(net, gluon.Trainer(net.collect_params(), optimizer, {"learning_rate": 0.01}), x, y, 8)
 
     assert_same(*run_both(train, x, y))
     # Dense(activation='relu'): the two large layers apply their relu; the last layer, small

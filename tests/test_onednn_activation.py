@@ -15,7 +15,7 @@ from mxnet import autograd, gluon, nd
 
 import minpy_jit
 from minpy_jit import _core
-from conftest import arr, assert_same, run_both
+from conftest import arr, assert_same, run_both, train_steps
 
 F32 = np.float32
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1e-39, -1e-39, 9.0, -9.0, 9.0109,
@@ -153,15 +153,6 @@ def test_dense_activation_training_equals_eager(act):
         net = gluon.nn.HybridSequential()
         net.add(gluon.nn.Dense(20, in_units=12, activation=act), gluon.nn.Dense(4, in_units=20, activation=act))
         net.initialize(mx.init.Xavier())
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.3})
-        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-        losses = []
-        for _ in range(5):
-            with autograd.record():
-                loss = loss_fn(net(x), y).mean()
-            loss.backward()
-            trainer.step(1)
-            losses.append(loss)
-        return losses, [p.data() for p in net.collect_params().values()]
+        return train_steps(net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.3}), x, y, 5)
 
     assert_same(*run_both(train, x, y))

@@ -134,6 +134,8 @@
 #include <cstring>
 #include <string>
 
+#include "../onednn_eltwise.h"  // oneDNN's exp (onednn_exp_fwd)
+
 namespace minpy_kernels {
 
 // Compiled for AVX2 with FMA: the functions run only where oneDNN picked its AVX2 or AVX-512
@@ -148,48 +150,18 @@ namespace onednn_softmax {
 
 #define OS_INLINE static inline __attribute__((always_inline))
 
-OS_INLINE float f_of(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-OS_INLINE uint32_t u_of(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
+// Float bits and back (the kernel library's helpers).
+OS_INLINE float f_of(uint32_t u) { return vm::Lanes<float>::as_f(u); }
+OS_INLINE uint32_t u_of(float x) { return vm::Lanes<float>::as_u(x); }
 // x86's maxps/minps: the second operand whenever the comparison is false (NaN, equal zeros).
 OS_INLINE float max_x86(float a, float b) { return a > b ? a : b; }
 OS_INLINE float min_x86(float a, float b) { return a < b ? a : b; }
 
 constexpr float kNegFltMax = -0x1.fffffep+127f;
-constexpr float kLnFltMax = 0x1.62e430p+6f;   // the clamp bounds of exp's argument
-constexpr float kLnFltMin = -0x1.5d58a0p+6f;
-constexpr float kLog2e = 0x1.715476p+0f;
-constexpr float kLn2 = 0x1.62e430p-1f;
 
 // oneDNN's exp (the eltwise injector's, as generated for both ISAs: same operations and
-// constants, checked in both dumps).
-OS_INLINE float exp_jit(float x) {
-  const bool under = x < kLnFltMin;  // these lanes get a zero scale: exp underflows to +0
-  float c = min_x86(x, kLnFltMax);
-  c = max_x86(c, kLnFltMin);
-  float t = c * kLog2e;
-  t = t + 0.5f;
-  const float n = std::floor(t);
-  const float r = __builtin_fmaf(-n, kLn2, c);  // vfnmadd231ps: c - n*ln2, rounded once
-  // n is in [-126, 128]: n - 1 fits the biased exponent (0 gives the bit pattern of +0)
-  const int32_t k = static_cast<int32_t>(n - 1.0f);
-  const float scale = under ? 0.0f : f_of(static_cast<uint32_t>(k + 127) << 23);
-  float p = 0x1.0f9f9cp-7f;
-  p = __builtin_fmaf(p, r, 0x1.573a1ap-5f);
-  p = __builtin_fmaf(p, r, 0x1.555a80p-3f);
-  p = __builtin_fmaf(p, r, 0x1.fffdc6p-2f);
-  p = __builtin_fmaf(p, r, 0x1.fffff6p-1f);
-  p = __builtin_fmaf(p, r, 1.0f);
-  p = p * scale;
-  return p * 2.0f;
-}
+// constants, checked in both dumps): the kernel library's, which Activation's sigmoid runs too.
+OS_INLINE float exp_jit(float x) { return onednn_exp_fwd<float>(x); }
 
 // The log table, bit patterns read from the generated kernel's data: A[i] about 1/m for the
 // mantissas m whose top five bits are i (a multiple of 1/32), B[i] = -log(A[i]) - 127 ln2
@@ -226,7 +198,7 @@ OS_INLINE float log_jit(float x) {
   q = __builtin_fmaf(q, z, -0.5f);
   q = __builtin_fmaf(q, z, 1.0f);
   q = q * z;
-  const float h = __builtin_fmaf(e, kLn2, f_of(t.b[i]));
+  const float h = __builtin_fmaf(e, f_of(onednn_detail::kExpLn2), f_of(t.b[i]));  // ln 2
   const float s = q + h;
   const float c = (s - h) - q;
   float res = s + c;

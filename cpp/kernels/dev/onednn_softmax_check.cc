@@ -4,7 +4,7 @@
 // From the repo root (the driver takes about 15 s per path on this machine):
 //   .venv/bin/python cpp/kernels/dev/onednn_softmax_check.py /tmp/lsm_default
 //   DNNL_MAX_CPU_ISA=AVX2 .venv/bin/python cpp/kernels/dev/onednn_softmax_check.py /tmp/lsm_avx2
-//   g++ -O3 -ffp-contract=off -fno-math-errno -fno-trapping-math -std=c++17 -Icpp/kernels/dev
+//   g++ -O3 -ffp-contract=off -fno-math-errno -fno-trapping-math -std=c++17 -Icpp/kernels -Icpp/kernels/dev
 //       cpp/kernels/dev/onednn_softmax_check.cc -o /tmp/onednn_softmax_check   (one line)
 //   /tmp/onednn_softmax_check /tmp/lsm_default 16 /tmp/lsm_avx2 8
 // and the exp/log sweep (--sweep, see the .py; about 190 MB a directory):
