@@ -265,6 +265,35 @@ extern "C" __attribute__((visibility("default"))) const char* minpy_fc_program_r
   return nullptr;
 }
 
+// _minpy_fc_grad in a direct launch, as minpy_fc_program_run for the forward: the plan is the
+// node's attributes (minpy_fc_program_create), [dY, X, W, (Y with act=relu)] -> [dX, dW, (db)],
+// a null output being a gradient nobody reads.
+extern "C" __attribute__((visibility("default"))) const char* minpy_fc_grad_program_run(const void* program,
+                                                                                       const float* const* in,
+                                                                                       const int64_t* in_sizes,
+                                                                                       float* const* out,
+                                                                                       const int64_t* out_sizes) {
+  const Plan& p = *static_cast<const Plan*>(program);
+  const int64_t N = p.num_hidden;
+  const int64_t K = in_sizes[2] / N;
+  if (K < 1 || in_sizes[2] != N * K || in_sizes[1] % K != 0) return "_minpy_fc_grad: data and weight sizes do not fit";
+  const int64_t M = in_sizes[1] / K;
+  if (in_sizes[0] != M * N || out_sizes[0] != M * K || out_sizes[1] != N * K || (p.bias && out_sizes[2] != N))
+    return "_minpy_fc_grad: a gradient's size does not fit";
+  if (p.kc_data < 0 || p.kc_weight < 0) return "_minpy_fc_grad: gradients not checked against MXNet's";
+  const float* dY = in[0];
+  thread_local std::vector<float> masked;
+  if (p.relu) {  // the gradient before the activation
+    if (in_sizes[3] != M * N) return "_minpy_fc_grad: the forward's output does not fit";
+    masked.resize(static_cast<size_t>(M * N));
+    gemm::relu_backward(dY, in[3], masked.data(), M * N);
+    dY = masked.data();
+  }
+  gemm::fc_backward(dY, in[1], in[2], p.data_grad ? out[0] : nullptr, p.weight_grad ? out[1] : nullptr,
+                    p.bias ? out[2] : nullptr, M, K, N, p.kc_data, p.kc_weight);
+  return nullptr;
+}
+
 REGISTER_OP(_minpy_fc_grad)
     .setParseAttrs(grad_parse_attrs)
     .setInferType(infer_type)

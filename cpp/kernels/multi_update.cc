@@ -528,6 +528,43 @@ __attribute__((visibility("default"))) void* minpy_update_plan_create(const char
 
 __attribute__((visibility("default"))) void minpy_update_plan_free(void* plan) { delete static_cast<Params*>(plan); }
 
+// The node of a graph launched without CachedOp (cpp/src/kernel_launch.h): op `op` with the
+// node's own attributes (rates and decays included), float32 weights updated in place. Null
+// where the node is not that: another layout of its outputs, per-weight hyperparameters from an
+// input array, float16 weights. Runs as minpy_update_plan_run with the node's rates.
+__attribute__((visibility("default"))) void* minpy_update_node_create(const char* op, int num_attrs,
+                                                                       const char* const* keys,
+                                                                       const char* const* vals) {
+  try {
+    for (const OpDef* d : kDefs) {
+      if (std::string(op) != d->name) continue;
+      Params p = parse_params(*d, attr_map(num_attrs, keys, vals));
+      if (!p.weights_in_place || p.hyper_inputs || d->mp) return nullptr;
+      return new Params(std::move(p));
+    }
+  } catch (const std::exception&) {
+  }
+  return nullptr;
+}
+
+// in: the node's inputs (per weight: weight, gradient, states), written through in place;
+// out: its one placeholder output, not written. Null, or why the arrays do not fit.
+__attribute__((visibility("default"))) const char* minpy_update_node_run(const void* node, const float* const* in,
+                                                                         const int64_t* in_sizes, float* const*,
+                                                                         const int64_t*) {
+  const Params& p = *static_cast<const Params*>(node);
+  const int nw = p.num_weights, stride = p.def->stride;
+  std::vector<int64_t> sizes(nw);
+  for (int k = 0; k < nw; ++k) {
+    sizes[k] = in_sizes[stride * k];
+    for (int j = 1; j < stride; ++j)
+      if (in_sizes[stride * k + j] != sizes[k]) return "multi-tensor update: a gradient or state size does not fit";
+  }
+  run_plan(p, nw, reinterpret_cast<void* const*>(const_cast<float* const*>(in)), sizes.data(), p.lrs.data(),
+           p.wds.data());
+  return nullptr;
+}
+
 // One update of `num_weights` weights in place: `arrays` holds the op's arrays per weight
 // (weight, gradient, states; mixed precision: master copy last), `sizes` each weight's
 // element count. The caller has checked dtypes and sizes (as infer_type and Forward do).

@@ -46,13 +46,20 @@ std::shared_ptr<const KernelLaunch> plan_launch(const Executor& exe, const Trace
     dev_id = a.dev_id;
     return static_cast<int64_t>(a.size());
   };
-  std::vector<int64_t> input_elems, head_elems;
-  for (int v : exe.input_values) input_elems.push_back(v >= 0 ? check(trace.values[v].aval) : 1);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (exe.output_in_place[i]) return nullptr;
-    head_elems.push_back(check(trace.values[outputs[i].value].aval));
+  std::vector<std::vector<int64_t>> input_shapes;
+  for (int v : exe.input_values) {
+    if (v < 0) return nullptr;  // a stand-in input (no kernel reads it)
+    const AVal& a = trace.values[v].aval;
+    check(a);
+    input_shapes.emplace_back(a.dims, a.dims + a.ndim);
   }
-  return plan_kernel_launch(exe.json, exe.input_values, input_elems, head_elems, cpu_float32, dev_id);
+  // The heads in CachedOp's order (launch_arrays): the outputs not written in place, then the
+  // placeholders of in-place updates (one element each).
+  std::vector<int64_t> head_elems;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!exe.output_in_place[i]) head_elems.push_back(check(trace.values[outputs[i].value].aval));
+  head_elems.resize(head_elems.size() + exe.placeholders.size(), 1);
+  return plan_kernel_launch(exe.json, exe.input_values, input_shapes, head_elems, cpu_float32, dev_id);
 }
 
 // MXNet's CachedOp merges nodes with the same op, attributes and inputs unless
@@ -178,7 +185,7 @@ std::shared_ptr<Executor> compile(const Trace& trace, const std::vector<OutputSp
     exe->batched_projections = g.trace ? batched : 0;
     exe->fc_kernels = static_cast<int>(g.fc_nodes.size());
     exe->json = g.json;
-    if (!per_op_autograd && g.placeholders == 0) exe->kernel_launch = plan_launch(*exe, lowered, outputs);
+    if (!per_op_autograd) exe->kernel_launch = plan_launch(*exe, lowered, outputs);
     exe->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (lowered_out) *lowered_out = std::move(g);
     return exe;
@@ -417,9 +424,10 @@ CachedOpHandle stable_params_op(const Executor& exe, const LaunchArrays& a) {
 }  // namespace
 
 // Whether a run of `exe` may be its kernels launched directly (kernel_launch.h): not while
-// recording (MXNet must record the graph as an autograd node), nor with arrays to re-layout first.
+// recording (MXNet must record the graph as an autograd node). The arrays our kernels write
+// (a.ours_write) the launch turns to the default layout itself.
 bool launches_kernel(const Executor& exe, const LaunchArrays& a) {
-  if (!exe.kernel_launch || !a.direct_kernel || !a.ours_write.empty()) return false;
+  if (!exe.kernel_launch || !a.direct_kernel) return false;
   bool recording = false;
   MXAutogradIsRecording(&recording);
   return !recording;

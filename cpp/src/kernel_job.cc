@@ -107,7 +107,9 @@ void run(Job& j) {
     const mxnet::NDArray& a = j.ins[i];
     lib.alloc(const_cast<void*>(chunk_of(const_cast<mxnet::NDArray*>(&a))), 0);  // as reading data() would
     const mxnet::NDArray* src = &a;
-    if (lib.default_copy) {
+    if (k.input_written[i]) {  // written where it is: in the default layout first, as before a CachedOp
+      if (lib.reorder) lib.reorder(const_cast<void*>(chunk_of(const_cast<mxnet::NDArray*>(&a))));
+    } else if (lib.default_copy) {
       lib.default_copy(copies[i].get(), &a);
       copies[i].made = true;
       if (chunk_of(copies[i].get()) != chunk_of(const_cast<mxnet::NDArray*>(&a))) {
@@ -221,14 +223,21 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
   for (int pos : k->input_pos) job->ins.push_back(*static_cast<const mxnet::NDArray*>(ins[pos]));
   job->heads.reserve(outs.size());
   for (NDArrayHandle h : outs) job->heads.push_back(*static_cast<const mxnet::NDArray*>(h));
-  // Engine variables: each input chunk once (kernels may read one array twice), outputs apart.
+  // Engine variables: each input chunk once (kernels may read one array twice), outputs apart;
+  // an input written in place is written, in storage no other array of the launch has.
   std::vector<NDArrayHandle> reads, writes(outs);
   std::vector<const void*> seen;
-  for (int pos : k->input_pos) {
-    const void* c = chunk_of(ins[pos]);
+  for (size_t i = 0; i < k->input_pos.size(); ++i) {
+    const void* c = in_chunks[i];
+    if (k->input_written[i]) {
+      for (size_t j = 0; j < in_chunks.size(); ++j)
+        if (j != i && in_chunks[j] == c) return false;
+      writes.push_back(ins[k->input_pos[i]]);
+      continue;
+    }
     if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
     seen.push_back(c);
-    reads.push_back(ins[pos]);
+    reads.push_back(ins[k->input_pos[i]]);
   }
   static const mxnet::FnProperty run_at_once = mxnet::FnProperty::kAsync;  // on this thread when nothing is pending
   const struct {

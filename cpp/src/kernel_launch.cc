@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "json.h"
+#include "launch_check.h"
 #include "runtime.h"
 
 namespace minpy {
@@ -44,6 +45,43 @@ const Entries& fc_entries() {
   return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_program_run");
 }
 
+const Entries& fc_grad_entries() {
+  static Entries e;
+  return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_grad_program_run");
+}
+
+// The kernel library's in-place multi-tensor updates (multi_update.cc) and stand-ins for
+// MXNet's small operators (step_ops.cc): created from the op's name as well.
+using NamedCreate = void* (*)(const char* op, int num_attrs, const char* const* keys, const char* const* vals);
+using StepOpCreate = void* (*)(const char* op, int num_attrs, const char* const* keys, const char* const* vals,
+                               int ndim, const int64_t* shape, int* out_ndim, int64_t* out_shape);
+
+struct NamedEntries {
+  void* create = nullptr;
+  ProgramFree free = nullptr;
+  FusedProgramRun run = nullptr;
+  bool found() const { return create && free && run; }
+};
+
+const NamedEntries& named_entries(NamedEntries& e, const char* create, const char* free, const char* run) {
+  if (!e.found()) {
+    e.create = kernel_symbol(create);
+    e.free = reinterpret_cast<ProgramFree>(kernel_symbol(free));
+    e.run = reinterpret_cast<FusedProgramRun>(kernel_symbol(run));
+  }
+  return e;
+}
+
+const NamedEntries& update_entries() {
+  static NamedEntries e;
+  return named_entries(e, "minpy_update_node_create", "minpy_update_plan_free", "minpy_update_node_run");
+}
+
+const NamedEntries& step_op_entries() {
+  static NamedEntries e;
+  return named_entries(e, "minpy_step_op_create", "minpy_step_op_free", "minpy_step_op_run");
+}
+
 // Concat along the first axis of row-major arrays: the inputs' elements one after the other.
 // Its "program" is the number of inputs.
 const char* concat_rows(const void* program, const float* const* in, const int64_t* in_sizes, float* const* out,
@@ -61,24 +99,43 @@ const char* concat_rows(const void* program, const float* const* in, const int64
   return nullptr;
 }
 
-int64_t shape_elems(const std::string& shape) {  // "(2, 3)" -> 6
+using Shape = std::vector<int64_t>;
+
+int64_t elems_of(const Shape& s) {
   int64_t n = 1;
-  for (const char* p = shape.c_str(); *p;) {
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape parse_shape(const std::string& text) {  // "(2, 3)" -> {2, 3}
+  Shape out;
+  for (const char* p = text.c_str(); *p;) {
     if (*p >= '0' && *p <= '9') {
       char* end = nullptr;
-      n *= std::strtoll(p, &end, 10);
+      out.push_back(std::strtoll(p, &end, 10));
       p = end;
     } else {
       ++p;
     }
   }
-  return n;
+  return out;
 }
 
 const JValue* str_attr(const JValue& node, const char* key) {
   const JValue* attrs = node.get("attrs");
   const JValue* v = attrs && attrs->kind == JValue::kObj ? attrs->get(key) : nullptr;
   return v && v->kind == JValue::kStr ? v : nullptr;
+}
+
+// The node's attributes (all strings), or false.
+bool node_attrs(const JValue& node, std::vector<Attr>* out) {
+  out->clear();
+  if (const JValue* attrs = node.get("attrs"))
+    for (const auto& kv : attrs->obj) {
+      if (kv.second.kind != JValue::kStr) return false;
+      out->push_back(Attr{kv.first, kv.second.str});
+    }
+  return true;
 }
 
 // The node's program from its attributes (all strings), or null.
@@ -98,10 +155,10 @@ std::shared_ptr<void> make_program(const Entries& lib, const JValue& node) {
 }  // namespace
 
 std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, const std::vector<int>& input_values,
-                                                       const std::vector<int64_t>& input_elems,
+                                                       const std::vector<Shape>& input_shapes,
                                                        const std::vector<int64_t>& head_elems, bool all_cpu_float32,
                                                        int dev_id) {
-  if (!all_cpu_float32 || !kernel_jobs_work() || input_elems.size() != input_values.size()) return nullptr;
+  if (!all_cpu_float32 || !kernel_jobs_work() || input_shapes.size() != input_values.size()) return nullptr;
   const Entries& fused = fused_entries();
   if (!fused.found()) return nullptr;
   JValue g;
@@ -119,74 +176,141 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
   auto plan = std::make_shared<KernelLaunch>();
   plan->dev_id = dev_id;
   plan->head_elems = head_elems;
-  // Per node: its step (-1 for a variable); per step operand, an earlier step's result (step, k)
-  // or a graph input (-1, index into input_pos).
+  // Per node: its step (-1 for a variable), the shapes of its operands and of its results; per
+  // step operand, an earlier step's result (step, k) or a graph input (-1, index into input_pos).
   std::vector<int> step_of(num_nodes, -1);
+  std::vector<std::vector<Shape>> operand_shapes(num_nodes), result_shapes(num_nodes);
   std::vector<std::vector<std::pair<int, int>>> operands;
   for (int i = 0; i < num_nodes; ++i) {
     const JValue& node = nodes->arr[i];
     const JValue* op = node.get("op");
     if (!op || op->kind != JValue::kStr) return nullptr;
-    if (op->str == "null") continue;
+    if (op->str == "null") {  // a graph input: variables are named "v<value>" (graph.cc)
+      const JValue* name = node.get("name");
+      if (!name || name->kind != JValue::kStr || name->str.size() < 2 || name->str[0] != 'v') return nullptr;
+      auto at = std::find(input_values.begin(), input_values.end(), std::atoi(name->str.c_str() + 1));
+      if (at == input_values.end()) return nullptr;
+      result_shapes[i] = {input_shapes[at - input_values.begin()]};
+      continue;
+    }
     KernelLaunch::Step st;
     std::vector<std::pair<int, int>> from;
-    // Operands: a graph input (variables are named "v<value>", graph.cc) or an earlier kernel's result.
     const JValue* ins = node.get("inputs");
     if (!ins || ins->kind != JValue::kArr) return nullptr;
     for (const JValue& e : ins->arr) {
       if (e.kind != JValue::kArr || e.arr.size() < 2) return nullptr;
       const int src = e.arr[0].as_int(), k = e.arr[1].as_int();
-      if (src < 0 || src >= i) return nullptr;  // the JSON lists nodes in topological order
+      if (src < 0 || src >= i || k < 0 || k >= static_cast<int>(result_shapes[src].size()))
+        return nullptr;  // the JSON lists nodes in topological order
+      operand_shapes[i].push_back(result_shapes[src][k]);
+      st.in_elems.push_back(elems_of(result_shapes[src][k]));
       if (step_of[src] >= 0) {
-        const KernelLaunch::Step& made = plan->steps[step_of[src]];
-        if (k < 0 || k >= static_cast<int>(made.out_elems.size())) return nullptr;
         from.push_back({step_of[src], k});
-        st.in_elems.push_back(made.out_elems[k]);
         continue;
       }
       const JValue* name = nodes->arr[src].get("name");
-      if (!name || name->kind != JValue::kStr || name->str.size() < 2 || name->str[0] != 'v') return nullptr;
-      auto at = std::find(input_values.begin(), input_values.end(), std::atoi(name->str.c_str() + 1));
-      if (at == input_values.end()) return nullptr;
-      const int pos = static_cast<int>(at - input_values.begin());
+      const int pos = static_cast<int>(
+          std::find(input_values.begin(), input_values.end(), std::atoi(name->str.c_str() + 1)) - input_values.begin());
       auto seen = std::find(plan->input_pos.begin(), plan->input_pos.end(), pos);
       const int index = static_cast<int>(seen - plan->input_pos.begin());  // (the new last one if not seen)
       if (seen == plan->input_pos.end()) {
         plan->input_pos.push_back(pos);
-        plan->input_elems.push_back(input_elems[pos]);
+        plan->input_elems.push_back(elems_of(input_shapes[pos]));
+        plan->input_written.push_back(0);
       }
       from.push_back({-1, index});
-      st.in_elems.push_back(input_elems[pos]);
     }
+    const std::vector<Shape>& in = operand_shapes[i];
+    std::vector<Shape>& out = result_shapes[i];
+    std::vector<Attr> attrs;
+    if (!node_attrs(node, &attrs)) return nullptr;
     if (op->str == "_minpy_fused_elemwise") {
       const JValue* nout = str_attr(node, "num_outputs");
       const JValue* shape = str_attr(node, "out_shape");
       if (!nout || !shape || std::atoi(nout->str.c_str()) < 1) return nullptr;
-      st.out_elems.assign(std::atoi(nout->str.c_str()), shape_elems(shape->str));
+      out.assign(std::atoi(nout->str.c_str()), parse_shape(shape->str));
       st.program = make_program(fused, node);
       st.run = fused.run;
-    } else if (op->str == "_minpy_fc") {  // [X, W, (b)]: M * N of M * K by N * K
-      const Entries& fc = fc_entries();
+    } else if (op->str == "_minpy_fc" || op->str == "_minpy_fc_grad") {
+      // _minpy_fc [X, W, (b)] -> Y; _minpy_fc_grad [dY, X, W, (Y)] -> [dX, dW, (db)]
+      const bool grad = op->str == "_minpy_fc_grad";
+      const Entries& fc = grad ? fc_grad_entries() : fc_entries();
       const JValue* hidden = str_attr(node, "num_hidden");
+      const JValue* no_bias = str_attr(node, "no_bias");
+      const JValue* flatten = str_attr(node, "flatten");
       const int64_t N = hidden ? std::atoll(hidden->str.c_str()) : 0;
-      if (!fc.found() || N < 1 || st.in_elems.size() < 2 || st.in_elems[1] % N) return nullptr;
-      const int64_t K = st.in_elems[1] / N;
-      if (K < 1 || st.in_elems[0] % K) return nullptr;
-      st.out_elems = {st.in_elems[0] / K * N};
+      const size_t x = grad ? 1 : 0;
+      if (!fc.found() || N < 1 || in.size() < x + 2 || in[x].size() != 2 || in[x + 1] != Shape{N, in[x][1]} ||
+          (flatten && flatten->str != "True" && flatten->str != "1"))
+        return nullptr;  // 2-D data only: the shapes our GEMMs were checked on
+      const bool bias = !no_bias || (no_bias->str != "True" && no_bias->str != "1");
+      if (grad) {
+        out = {in[1], in[2]};
+        if (bias) out.push_back({N});
+      } else {
+        out = {{in[0][0], N}};
+      }
       st.program = make_program(fc, node);
       st.run = fc.run;
     } else if (op->str == "Concat") {  // along the first axis only: the inputs' rows in turn
       const JValue* dim = str_attr(node, "dim");
-      if (!dim || dim->str != "0") return nullptr;
-      int64_t total = 0;
-      for (int64_t n : st.in_elems) total += n;
-      st.out_elems = {total};
+      if (!dim || dim->str != "0" || in.empty() || in[0].empty()) return nullptr;
+      Shape joined = in[0];
+      for (size_t j = 1; j < in.size(); ++j) {
+        if (in[j].size() != joined.size()) return nullptr;
+        joined[0] += in[j][0];
+      }
+      out = {joined};
       st.program = std::make_shared<int64_t>(static_cast<int64_t>(st.in_elems.size()));
       st.run = concat_rows;
-    } else {
-      return nullptr;  // only our kernels
+    } else if (op->str.compare(0, 12, "_minpy_multi") == 0) {  // an update writing weights in place
+      const NamedEntries& lib = update_entries();
+      std::vector<const char*> keys, vals;
+      for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
+      void* program = lib.found() ? reinterpret_cast<NamedCreate>(lib.create)(
+                                        op->str.c_str(), static_cast<int>(keys.size()), keys.data(), vals.data())
+                                  : nullptr;
+      if (!program) return nullptr;
+      st.program = std::shared_ptr<void>(program, lib.free);
+      st.run = lib.run;
+      const JValue* nw = str_attr(node, "num_weights");
+      const int weights = nw ? std::atoi(nw->str.c_str()) : 0;
+      if (weights < 1 || from.size() % weights) return nullptr;
+      const size_t stride = from.size() / weights;
+      for (size_t j = 0; j < from.size(); ++j) {
+        if (j % stride == 1) continue;  // the gradient: read; the weight and its states: written
+        if (from[j].first >= 0) return nullptr;  // written in place: a graph input
+        plan->input_written[from[j].second] = 1;
+      }
+      out = {{1}};  // the placeholder head (graph.cc): not written
+    } else {  // one of MXNet's small operators, by the kernel library's stand-in if it agrees
+      const NamedEntries& lib = step_op_entries();
+      Shape shape = in.empty() ? Shape{} : in[0];
+      if (op->str.compare(0, 10, "_backward_") == 0) {  // its result: the gradient of its forward's input
+        const JValue* deps = node.get("control_deps");
+        if (!deps || deps->kind != JValue::kArr || deps->arr.size() != 1) return nullptr;
+        const int fwd = deps->arr[0].as_int();
+        if (fwd < 0 || fwd >= i || operand_shapes[fwd].empty()) return nullptr;
+        shape = operand_shapes[fwd][0];
+      }
+      std::vector<const char*> keys, vals;
+      for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
+      int out_ndim = 0;
+      int64_t out_dims[8];
+      void* program = lib.found() && !in.empty() && shape.size() <= 8
+                          ? reinterpret_cast<StepOpCreate>(lib.create)(op->str.c_str(), static_cast<int>(keys.size()),
+                                                                       keys.data(), vals.data(),
+                                                                       static_cast<int>(shape.size()), shape.data(),
+                                                                       &out_ndim, out_dims)
+                          : nullptr;
+      if (!program) return nullptr;
+      st.program = std::shared_ptr<void>(program, lib.free);
+      st.run = lib.run;
+      out = {Shape(out_dims, out_dims + out_ndim)};
+      if (!step_op_agrees(op->str, attrs, in, out[0], program, lib.run, dev_id)) return nullptr;
     }
     if (!st.program) return nullptr;
+    for (const Shape& o : out) st.out_elems.push_back(elems_of(o));
     st.outputs.assign(st.out_elems.size(), KernelSlot{});
     step_of[i] = static_cast<int>(plan->steps.size());
     plan->steps.push_back(std::move(st));

@@ -1,11 +1,17 @@
-// A graph made only of our kernels -- fused elementwise programs, _minpy_fc's forward, and the
-// Concat along the first axis that batches a recurrent cell's input projections -- run without
-// MXNet's CachedOp: one engine operation that calls the kernel library's programs itself, one
-// after the other (a value only a later kernel reads lives in a buffer of the operation's own).
+// A graph made only of kernels we run ourselves -- fused elementwise programs, _minpy_fc's
+// forward and gradients, the multi-tensor updates that write weights in place, the Concat along
+// the first axis that batches a recurrent cell's input projections, and the kernel library's
+// stand-ins for MXNet's small loss operators (log_softmax, pick, mean, a scalar multiply and
+// their gradients, ones_like, BlockGrad: cpp/kernels/step_ops.cc, each checked against MXNet's
+// operator per shape first, launch_check.h) -- run without MXNet's CachedOp: one engine
+// operation that calls the kernel library's programs itself, one after the other (a value only
+// a later kernel reads lives in a buffer of the operation's own). W3's training step (forward,
+// gradients, the update) is one such operation.
 //
-// Why: handing MXNet a one-node CachedOp costs several microseconds of its bookkeeping, and
-// the work goes to the engine's worker thread and back (W1 as an @function: ~28 us of CPU a
-// call, 8 of them the kernel). The operation is pushed as FnProperty::kAsync: MXNet's engine
+// Why: handing MXNet a CachedOp costs its bookkeeping per node (W3's 20-node step: 63 us of the
+// Python thread's 86 us a step, measured around close_scope), and the work goes to the engine's
+// worker thread and back (W1 as an @function: ~28 us of CPU a call, 8 of them the kernel). The
+// operation is pushed as FnProperty::kAsync: MXNet's engine
 // runs such an operation at once on the pushing thread when nothing is pending on its arrays,
 // and otherwise queues it behind what is pending like any other operation
 // (ThreadedEnginePerDevice::PushToExecute). Reads and writes are ordered by the engine, and an
@@ -14,7 +20,9 @@
 // The operation does what MXNet does around a library op: it allocates an array not yet
 // allocated, hands the kernel a default-layout copy of an input held in oneDNN's blocked layout
 // (NDArray::Reorder2Default), turns an output in that layout back to the default layout before
-// overwriting it, and runs the same program on the same float32 data: the same bits.
+// overwriting it, and runs the same program on the same float32 data: the same bits. An input
+// a kernel writes in place (an update's weights and states) is made default-layout before the
+// launch, as before a CachedOp (executor.cc push_default_layout), and written where it is.
 //
 // Only where that holds (else the caller runs the CachedOp): a CPU context, not under autograd
 // recording (the graph must then be an autograd node), dense arrays, and no output sharing its
@@ -58,18 +66,19 @@ struct KernelLaunch {
   std::vector<Step> steps;
   std::vector<int> input_pos;        // the graph inputs the kernels read: CachedOp positions, each once
   std::vector<int64_t> input_elems;  // ... and their element counts
+  std::vector<char> input_written;   // ... and whether a kernel writes it in place (an update's weights)
   std::vector<int64_t> head_elems;   // per graph head
   std::vector<int64_t> temp_elems;   // per buffer of the launch's own
   int dev_id = 0;                    // the CPU context of every array
 };
 
 // kernel_launch.cc: the plan for graph `json` (MXNet symbol JSON as lower() writes it) if all its
-// operators are our kernels and every head is a kernel's result, else null. `input_values`: the
-// value of each CachedOp input (Executor::input_values); `input_elems` / `head_elems`: their
-// element counts; `all_cpu_float32`: every array of the graph is float32 on CPU context
-// `dev_id`. GIL held.
+// operators are kernels we run and every head is a kernel's result, else null. `input_values`:
+// the value of each CachedOp input (Executor::input_values); `input_shapes`: their shapes;
+// `head_elems`: the element count of each head; `all_cpu_float32`: every array of the graph is
+// float32 on CPU context `dev_id`. GIL held (a stand-in's first use runs its check on MXNet).
 std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, const std::vector<int>& input_values,
-                                                       const std::vector<int64_t>& input_elems,
+                                                       const std::vector<std::vector<int64_t>>& input_shapes,
                                                        const std::vector<int64_t>& head_elems, bool all_cpu_float32,
                                                        int dev_id);
 

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "onednn_softmax.h"
+#include "../onednn_softmax.h"
 
 using namespace minpy_kernels;
 

@@ -1,11 +1,12 @@
 // MXNet 1.9.1's log_softmax (last axis, float32, CPU) forward and backward, bit for bit.
 //
-// A developer artifact, not part of the kernel library: as an op of its own in place of
-// log_softmax (commit a1cacd8, reverted) it gained nothing. Inside a CachedOp a library op's
-// call costs about 3 us more than MXNet's own (a chain of 50 log_softmax(64x10) * 1.0: 5.7 us a
-// link with MXNet's operator, 8.6 with ours; W3's step 0.415-0.426 ms against 0.419-0.430).
-// Kept, with its check, as the verified reproduction a fused loss kernel (log_softmax, pick,
-// mean and their gradients in one launch) would start from.
+// Part of the kernel library since direct launches run a training step's loss without
+// CachedOp (step_ops.cc); as a library op of its own inside a CachedOp (commit a1cacd8,
+// reverted) it gained nothing: there a library op's call costs about 3 us more than MXNet's own
+// (a chain of 50 log_softmax(64x10) * 1.0: 5.7 us a link with MXNet's operator, 8.6 with ours).
+// The check of this reproduction is cpp/kernels/dev/onednn_softmax_check.{cc,py}; the runtime
+// also checks it against MXNet's operator for each shape before a graph uses it
+// (cpp/src/launch_check.cc).
 //
 // Why: a fused softmax-cross-entropy kernel must give eager's bits, and eager's log_softmax is
 // not a libm formula. It is oneDNN 2.4.4's JIT softmax kernel, with its own polynomial exp and
@@ -134,7 +135,7 @@
 #include <cstring>
 #include <string>
 
-#include "../onednn_eltwise.h"  // oneDNN's exp (onednn_exp_fwd)
+#include "onednn_eltwise.h"  // oneDNN's exp (onednn_exp_fwd)
 
 namespace minpy_kernels {
 
