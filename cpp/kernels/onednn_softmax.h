@@ -156,6 +156,11 @@ OS_INLINE float f_of(uint32_t u) { return vm::Lanes<float>::as_f(u); }
 OS_INLINE uint32_t u_of(float x) { return vm::Lanes<float>::as_u(x); }
 // x86's maxps/minps: the second operand whenever the comparison is false (NaN, equal zeros).
 OS_INLINE float max_x86(float a, float b) { return a > b ? a : b; }
+// x86's addps and FMA with NaN operands: the first NaN operand in instruction order, made quiet.
+// The compiler may swap a commutative C++ `a + b` (and picks the FMA form), so where two NaNs of
+// different signs or payloads meet, the instruction oneDNN wrote decides, spelled out here.
+OS_INLINE float quiet(float x) { return f_of(u_of(x) | 0x400000u); }
+OS_INLINE float add_x86(float a, float b) { return a != a ? quiet(a) : (b != b ? quiet(b) : a + b); }
 OS_INLINE float min_x86(float a, float b) { return a < b ? a : b; }
 
 constexpr float kNegFltMax = -0x1.fffffep+127f;
@@ -215,7 +220,7 @@ OS_INLINE void butterfly(float* v) {
   for (int s = W / 2; s >= 1; s /= 2) {
     float t[W];
     for (int l = 0; l < W; ++l) t[l] = v[l ^ s];
-    for (int l = 0; l < W; ++l) v[l] = kMax ? max_x86(v[l], t[l]) : v[l] + t[l];
+    for (int l = 0; l < W; ++l) v[l] = kMax ? max_x86(v[l], t[l]) : add_x86(v[l], t[l]);  // vaddps v, v, t
   }
 }
 
@@ -242,7 +247,7 @@ inline void forward_row(const float* x, float* y, int64_t n) {
       if (j + l < n) {
         const float d = x[j + l] - vmax[l];
         y[j + l] = d;
-        vsum[l] = vsum[l] + exp_jit(d);
+        vsum[l] = add_x86(vsum[l], exp_jit(d));
       } else if (W == 8) {
         vsum[l] = vsum[l] + 0.0f;  // AVX2's blended zero (changes no value: the lane is never -0)
       }
@@ -270,9 +275,16 @@ inline void backward_row_avx512(const float* dy, const float* y, float* dx, int6
   float sbr[W];
   for (int l = 0; l < W; ++l) sbr[l] = 0.0f;
   for (int64_t j = 0; j < n; j += W)
-    for (int l = 0; l < W; ++l) sbr[l] = sbr[l] + (j + l < n ? dy[j + l] : 0.0f);  // zero-masked tail load
+    for (int l = 0; l < W; ++l) sbr[l] = add_x86(sbr[l], j + l < n ? dy[j + l] : 0.0f);  // zero-masked tail load
   butterfly<W, false>(sbr);
-  for (int64_t j = 0; j < n; ++j) dx[j] = __builtin_fmaf(-exp_jit(y[j]), sbr[j % W], dy[j]);
+  // oneDNN's vfnmadd231ps dy, e, sbr, as that instruction: which NaN operand it returns is the
+  // instruction's choice (a compiled fmaf may take another form of the FMA).
+  for (int64_t j = 0; j < n; ++j) {
+    float d = dy[j];
+    const float e = exp_jit(y[j]), s = sbr[j % W];
+    __asm__("vfnmadd231ss %2, %1, %0" : "+x"(d) : "x"(e), "x"(s));
+    dx[j] = d;
+  }
 }
 
 // AVX2-only CPU backward (oneDNN's C++ reference): a plain sum in element order, libm's expf,

@@ -119,13 +119,26 @@ inline int64_t pick_column(float v, int64_t cols) {
   return j >= cols ? cols - 1 : j;
 }
 
-// red::sum's Reduce: a Kahan-compensated running sum (mshadow/base.h).
+// x86's addss / mulss with NaN operands: the first NaN operand, made quiet (MXNet's kernels
+// compute dst + src and a * scalar in that order; C++ may swap a commutative operation).
+inline float quiet(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u |= 0x400000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+inline float add_x86(float a, float b) { return a != a ? quiet(a) : (b != b ? quiet(b) : a + b); }
+inline float mul_x86(float a, float b) { return a != a ? quiet(a) : (b != b ? quiet(b) : a * b); }
+
+// mshadow_op::sum's Reduce: a Kahan-compensated running sum whose residual is dropped once the
+// sum is infinite (src/operator/mshadow_op.h).
 inline float kahan_sum(const float* x, int64_t n) {
   float sum = 0.f, residual = 0.f;
   for (int64_t i = 0; i < n; ++i) {
     const float y = x[i] - residual;
-    const float t = sum + y;
-    residual = (t - sum) - y;
+    const float t = add_x86(sum, y);
+    residual = std::isinf(t) ? 0.f : (t - sum) - y;
     sum = t;
   }
   return sum;
@@ -199,7 +212,7 @@ void run(const Program& p, const float* const* in, float* out, int64_t out_size)
       for (int64_t r = 0; r < rows; ++r) out[r * cols + pick_column(in[1][r], cols)] += in[0][r];
       break;
     case Kind::kMulScalar:
-      for (int64_t i = 0; i < out_size; ++i) out[i] = in[0][i] * p.scalar;
+      for (int64_t i = 0; i < out_size; ++i) out[i] = mul_x86(in[0][i], p.scalar);
       break;
     case Kind::kMean: {
       const float count = static_cast<float>(cols);

@@ -1,0 +1,167 @@
+"""A training step -- forward, backward() and trainer.step -- whose graph is made of our GEMMs,
+our updates and MXNet's small loss operators runs as one direct launch, not a CachedOp
+(cpp/src/kernel_launch.h; the loss operators by the kernel library's stand-ins, step_ops.cc,
+each checked against MXNet's operator before use: launch_check.h). Every case compares with
+eager MXNet bit for bit and checks which way the step ran (stats()['kernels_launched_directly'])."""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+from mxnet.gluon import nn
+
+import minpy_jit
+
+from conftest import arr, assert_same, rand
+
+
+@pytest.fixture(autouse=True)
+def _isolate(isolated_runtime):
+    minpy_jit.clear_cache()
+    yield
+
+
+def launched():
+    return minpy_jit.stats()["kernels_launched_directly"]
+
+
+def mlp(weights=None):
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(32, in_units=20, activation="relu"), nn.Dense(32, in_units=32, activation="relu"),
+                nn.Dense(10, in_units=32))
+    net.initialize(mx.init.Xavier())
+    if weights is not None:
+        for p, w in zip(net.collect_params().values(), weights):
+            p.set_data(w)
+    return net
+
+
+LOSS = gluon.loss.SoftmaxCrossEntropyLoss()
+
+
+def step(net, trainer, x, y):
+    with autograd.record():
+        loss = LOSS(net(x), y).mean()
+    loss.backward()
+    trainer.step(1)
+    return loss
+
+
+step_fn = minpy_jit.function(step)
+
+
+def train(mode, optimizer, params, weights, x, y, steps=5):
+    net = mlp(weights)
+    trainer = gluon.Trainer(net.collect_params(), optimizer, dict(params))
+    losses = []
+    for _ in range(steps):
+        if mode == "jit":
+            with minpy_jit.jit():
+                loss = step(net, trainer, x, y)
+        elif mode == "function":
+            loss = step_fn(net, trainer, x, y)
+        else:
+            loss = step(net, trainer, x, y)
+        losses.append(loss)
+    ps = list(net.collect_params().values())
+    return losses, [p.data() for p in ps], [p.grad() for p in ps]
+
+
+@pytest.mark.parametrize("mode", ["jit", "function"])
+@pytest.mark.parametrize("optimizer, params, direct", [
+    ("sgd", {"learning_rate": 0.1}, True),
+    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}, True),
+    ("nag", {"learning_rate": 0.05, "momentum": 0.9}, True),
+    ("adam", {"learning_rate": 0.01}, False),  # its rate changes every step: an input of the update
+], ids=["sgd", "momentum", "nag", "adam"])
+def test_gluon_step_is_one_launch_and_matches_eager(mode, optimizer, params, direct):
+    mx.random.seed(3)
+    weights = [p.data().copy() for p in mlp().collect_params().values()]
+    x = arr(rand(16, 20, seed=4) * 3)
+    y = nd.array(np.random.RandomState(5).randint(0, 10, 16).astype(np.float32))
+    want = train("eager", optimizer, params, weights, x, y)
+    before = launched()
+    got = train(mode, optimizer, params, weights, x, y)
+    assert_same(want, got)
+    if direct:
+        assert launched() - before >= 4  # every step after the first (which compiles)
+    assert minpy_jit.stats()["fallbacks"] == {}
+
+
+def loss_head(x, label, scale):
+    """nd form of softmax cross-entropy: log_softmax, pick, a scalar multiply and two means."""
+    with autograd.record():
+        lp = nd.log_softmax(x, axis=-1)
+        picked = nd.pick(lp, label, axis=-1, keepdims=True)
+        loss = nd.mean(nd.mean(picked * scale, axis=0, exclude=True))
+    loss.backward()
+    return loss
+
+
+@pytest.mark.parametrize("rows, cols", [(7, 10), (3, 17), (1, 1), (33, 100)])
+def test_loss_operators_with_special_values_match_eager(rows, cols):
+    data = rand(rows, cols, seed=rows * cols) * 40
+    data.flat[::7] = np.nan
+    data.flat[3::11] = np.inf
+    data.flat[5::13] = -np.inf
+    data.flat[2::9] = -0.0
+    labels = np.arange(rows, dtype=np.float32) * 1.5 - 2.0  # below range, fractions, beyond the last column
+    labels[::4] = np.nan
+    results = {}
+    for mode in ("eager", "jit"):
+        x = arr(data)
+        x.attach_grad()
+        label = arr(labels)
+        if mode == "jit":
+            before = launched()
+            with minpy_jit.jit():
+                loss = loss_head(x, label, -1.0)
+            results[mode] = (loss, x.grad)
+            assert_same(results["eager"], results["jit"])
+            assert launched() == before + 1
+        else:
+            results[mode] = (loss_head(x, label, -1.0), x.grad)
+
+
+@pytest.mark.parametrize("form", ["pick_wrap", "column_mean", "softmax_first_axis"])
+def test_forms_without_a_stand_in_keep_the_cached_op(form):
+    def program(x, label):
+        with autograd.record():
+            if form == "pick_wrap":
+                y = nd.pick(x, label, axis=-1, mode="wrap")
+            elif form == "column_mean":
+                y = nd.mean(x, axis=0)
+            else:
+                y = nd.log_softmax(x, axis=0)
+            loss = nd.mean(y * 2.0)
+        loss.backward()
+        return loss
+
+    data, labels = rand(6, 5, seed=8), np.array([0, 7, -3, 2, 4, 1], dtype=np.float32)
+    x_e, x_j = arr(data), arr(data)
+    x_e.attach_grad()
+    x_j.attach_grad()
+    l_e, l_j = arr(labels), arr(labels)
+    want = (program(x_e, l_e), x_e.grad)
+    before = launched()
+    with minpy_jit.jit():
+        got = (program(x_j, l_j), x_j.grad)
+    assert_same(want, got)
+    assert launched() == before
+
+
+def test_switched_off_the_step_runs_the_cached_op_with_the_same_bits():
+    mx.random.seed(6)
+    weights = [p.data().copy() for p in mlp().collect_params().values()]
+    x = arr(rand(16, 20, seed=7))
+    y = nd.array(np.random.RandomState(8).randint(0, 10, 16).astype(np.float32))
+    params = {"learning_rate": 0.1, "momentum": 0.9}
+    on = train("jit", "sgd", params, weights, x, y)
+    minpy_jit.config(direct_kernels=False)
+    try:
+        before = launched()
+        off = train("jit", "sgd", params, weights, x, y)
+        assert launched() == before
+    finally:
+        minpy_jit.config(direct_kernels=True)
+    assert_same(on, off)
