@@ -3,6 +3,8 @@ our updates and MXNet's small loss operators runs as one direct launch, not a Ca
 (cpp/src/kernel_launch.h; the loss operators by the kernel library's stand-ins, step_ops.cc,
 each checked against MXNet's operator before use: launch_check.h). Every case compares with
 eager MXNet bit for bit and checks which way the step ran (stats()['kernels_launched_directly'])."""
+import contextlib
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -72,8 +74,9 @@ def train(mode, optimizer, params, weights, x, y, steps=5):
     ("sgd", {"learning_rate": 0.1}, True),
     ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-3}, True),
     ("nag", {"learning_rate": 0.05, "momentum": 0.9}, True),
-    ("adam", {"learning_rate": 0.01}, False),  # its rate changes every step: an input of the update
-], ids=["sgd", "momentum", "nag", "adam"])
+    ("adam", {"learning_rate": 0.01}, True),  # its rate changes every step: an input of the update
+    ("rmsprop", {"learning_rate": 0.01, "clip_gradient": 0.5}, True),
+], ids=["sgd", "momentum", "nag", "adam", "rmsprop"])
 def test_gluon_step_is_one_launch_and_matches_eager(mode, optimizer, params, direct):
     mx.random.seed(3)
     weights = [p.data().copy() for p in mlp().collect_params().values()]
@@ -165,3 +168,67 @@ def test_switched_off_the_step_runs_the_cached_op_with_the_same_bits():
     finally:
         minpy_jit.config(direct_kernels=True)
     assert_same(on, off)
+
+
+def nd_step(ws, x, y):
+    """W3's NDArray form: nd ops, autograd, nd.relu, and one sgd_update per weight."""
+    with autograd.record():
+        h = x
+        for i in range(0, len(ws) - 2, 2):
+            h = nd.relu(nd.FullyConnected(h, ws[i], ws[i + 1], num_hidden=ws[i].shape[0]))
+        out = nd.FullyConnected(h, ws[-2], ws[-1], num_hidden=ws[-2].shape[0])
+        loss = nd.mean(-nd.pick(nd.log_softmax(out), y))
+    loss.backward()
+    for w in ws:
+        nd.sgd_update(w, w.grad, lr=0.1, out=w)
+    return loss
+
+
+def test_ndarray_form_step_is_one_launch_and_matches_eager():
+    mx.random.seed(9)
+    weights = [p.data().asnumpy() for p in mlp().collect_params().values()]
+    x = arr(rand(16, 20, seed=10) * 2)
+    y = nd.array(np.random.RandomState(11).randint(0, 10, 16).astype(np.float32))
+    results = {}
+    for mode in ("eager", "jit"):
+        ws = [arr(w) for w in weights]
+        for w in ws:
+            w.attach_grad()
+        losses = []
+        before = launched()
+        for _ in range(4):
+            if mode == "jit":
+                with minpy_jit.jit():
+                    losses.append(nd_step(ws, x, y))
+            else:
+                losses.append(nd_step(ws, x, y))
+        results[mode] = (losses, ws, [w.grad for w in ws])
+        if mode == "jit":
+            assert launched() - before >= 3
+    assert_same(results["eager"], results["jit"])
+
+
+def test_relu_and_its_gradient_on_special_values_match_eager():
+    data = rand(9, 11, seed=12) * 10
+    data.flat[::5] = np.nan
+    data.flat[1::7] = -np.nan
+    data.flat[2::6] = np.inf
+    data.flat[3::8] = -0.0
+    head = rand(9, 11, seed=13)
+    head.flat[::4] = np.nan
+    head.flat[1::9] = -np.inf
+    results = {}
+    minpy_jit.config(fuse=False)  # nd.relu as MXNet's operator, not part of a fused unit
+    for mode in ("eager", "jit"):
+        x, g = arr(data), arr(head)
+        x.attach_grad()
+        before = launched()
+        with (minpy_jit.jit() if mode == "jit" else contextlib.nullcontext()):
+            with autograd.record():
+                y = nd.relu(x)
+            y.backward(g)
+        results[mode] = (y, x.grad)
+        if mode == "jit":
+            assert launched() == before + 1
+    assert_same(results["eager"], results["jit"])
+

@@ -478,7 +478,7 @@ void* create_plan(const char* op, int num_attrs, const char* const* keys, const 
 }
 
 void run_plan(const Params& plan, int num_weights, void* const* arrays, const int64_t* sizes, const float* lrs,
-              const float* wds) {
+              const float* wds, const float* rescales = nullptr) {
   Params p = plan;
   p.num_weights = num_weights;
   const int stride = p.def->stride;
@@ -497,7 +497,7 @@ void run_plan(const Params& plan, int num_weights, void* const* arrays, const in
     a.n = sizes[k];
     a.lr = lrs[k];
     a.wd = wds[k];
-    a.rescale = p.h.rescale;
+    a.rescale = rescales ? rescales[k] : p.h.rescale;
   }
   // Split between threads as Forward splits a call; the runtime gives every array its own
   // storage chunk, so no two overlap (what arrays_independent checks there).
@@ -539,7 +539,7 @@ __attribute__((visibility("default"))) void* minpy_update_node_create(const char
     for (const OpDef* d : kDefs) {
       if (std::string(op) != d->name) continue;
       Params p = parse_params(*d, attr_map(num_attrs, keys, vals));
-      if (!p.weights_in_place || p.hyper_inputs || d->mp) return nullptr;
+      if (!p.weights_in_place || d->mp) return nullptr;
       return new Params(std::move(p));
     }
   } catch (const std::exception&) {
@@ -547,12 +547,14 @@ __attribute__((visibility("default"))) void* minpy_update_node_create(const char
   return nullptr;
 }
 
-// in: the node's inputs (per weight: weight, gradient, states), written through in place;
-// out: its one placeholder output, not written. Null, or why the arrays do not fit.
+// in: the node's inputs (per weight: weight, gradient, states, written through in place; then,
+// with hyper_inputs, per weight its (lr, wd, rescale_grad)); out: its one placeholder output,
+// set to 0 as Forward sets it. Null, or why the arrays do not fit.
 __attribute__((visibility("default"))) const char* minpy_update_node_run(const void* node, const float* const* in,
-                                                                         const int64_t* in_sizes, float* const*,
-                                                                         const int64_t*) {
+                                                                         const int64_t* in_sizes, float* const* out,
+                                                                         const int64_t* out_sizes) {
   const Params& p = *static_cast<const Params*>(node);
+  if (out[0] && out_sizes[0] >= 1) *out[0] = 0.0f;  // the placeholder, as Forward leaves it
   const int nw = p.num_weights, stride = p.def->stride;
   std::vector<int64_t> sizes(nw);
   for (int k = 0; k < nw; ++k) {
@@ -560,8 +562,18 @@ __attribute__((visibility("default"))) const char* minpy_update_node_run(const v
     for (int j = 1; j < stride; ++j)
       if (in_sizes[stride * k + j] != sizes[k]) return "multi-tensor update: a gradient or state size does not fit";
   }
-  run_plan(p, nw, reinterpret_cast<void* const*>(const_cast<float* const*>(in)), sizes.data(), p.lrs.data(),
-           p.wds.data());
+  void* const* arrays = reinterpret_cast<void* const*>(const_cast<float* const*>(in));
+  if (!p.hyper_inputs) {
+    run_plan(p, nw, arrays, sizes.data(), p.lrs.data(), p.wds.data());
+    return nullptr;
+  }
+  std::vector<float> lrs(nw), wds(nw), rescales(nw);
+  for (int k = 0; k < nw; ++k) {
+    const float* h = in[stride * nw + k];
+    if (in_sizes[stride * nw + k] < 3) return "multi-tensor update: (lr, wd, rescale_grad) needs 3 values";
+    lrs[k] = h[0], wds[k] = h[1], rescales[k] = h[2];
+  }
+  run_plan(p, nw, arrays, sizes.data(), lrs.data(), wds.data(), rescales.data());
   return nullptr;
 }
 

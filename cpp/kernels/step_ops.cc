@@ -1,7 +1,7 @@
 // MXNet's own small operators of a training step's loss, for graphs launched without CachedOp
 // (cpp/src/kernel_launch.h): log_softmax and its gradient (oneDNN's bits, onednn_softmax.h),
-// pick, mean, a multiply by a scalar, ones_like, BlockGrad and the gradients MXNet's pass makes
-// of them. Gluon's SoftmaxCrossEntropyLoss(...).mean() is these ten nodes; with our GEMMs and
+// pick, mean, a multiply by a scalar, nd.relu, ones_like, BlockGrad and the gradients MXNet's
+// pass makes of them. Gluon's SoftmaxCrossEntropyLoss(...).mean() is these ten nodes; with our GEMMs and
 // update kernels they let W3's whole step run as one engine operation.
 //
 // Each op is written after MXNet 1.9.1's kernel for float32 on CPU (src/operator/tensor/
@@ -28,7 +28,8 @@ namespace minpy_kernels {
 namespace step_ops {
 namespace {
 
-enum class Kind { kLogSoftmax, kLogSoftmaxGrad, kPick, kPickGrad, kMulScalar, kMean, kMeanGrad, kOnes, kCopy };
+enum class Kind { kLogSoftmax, kLogSoftmaxGrad, kPick, kPickGrad, kMulScalar, kMean, kMeanGrad, kOnes, kCopy, kRelu,
+                  kReluGrad };
 
 struct Program {
   Kind kind;
@@ -173,6 +174,9 @@ Program* create(const std::string& op, const AttrMap& attrs, int ndim, const int
     if (!mean_form(attrs, ndim, shape, &p, &reduced)) return nullptr;
     p.kind = op == "mean" ? Kind::kMean : Kind::kMeanGrad;
     if (p.kind == Kind::kMean) *out = reduced;
+  } else if (op == "relu" || op == "_backward_relu") {  // nd.relu (not Activation's), its gradient from the output
+    if (!attrs.empty()) return nullptr;
+    p.kind = op == "relu" ? Kind::kRelu : Kind::kReluGrad;
   } else if (op == "ones_like") {
     if (!attrs.empty()) return nullptr;
     p.kind = Kind::kOnes;
@@ -195,6 +199,7 @@ bool sizes_fit(const Program& p, const int64_t* in, const int64_t* out) {
     case Kind::kPickGrad: return in[0] == p.outer && in[1] == p.outer && out[0] == n;
     case Kind::kMean: return in[0] == n && out[0] == p.outer;
     case Kind::kMeanGrad: return in[0] == p.outer && out[0] == n;
+    case Kind::kReluGrad: return in[0] == out[0] && in[1] == out[0];
     default: return in[0] == out[0];
   }
 }
@@ -227,6 +232,15 @@ void run(const Program& p, const float* const* in, float* out, int64_t out_size)
     }
     case Kind::kOnes:
       for (int64_t i = 0; i < out_size; ++i) out[i] = 1.f;
+      break;
+    case Kind::kRelu:  // a NaN kept
+      for (int64_t i = 0; i < out_size; ++i) out[i] = in[0][i] != in[0][i] ? in[0][i] : (in[0][i] > 0.f ? in[0][i] : 0.f);
+      break;
+    case Kind::kReluGrad:  // [dy, y]: unary_bwd<relu_grad>, dy * relu_grad(y)
+      for (int64_t i = 0; i < out_size; ++i) {
+        const float y = in[1][i];
+        out[i] = mul_x86(y != y ? y : (y > 0.f ? 1.f : 0.f), in[0][i]);  // relu_grad keeps a NaN; it is the NaN kept when both are
+      }
       break;
     case Kind::kCopy:
       if (out != in[0]) std::memcpy(out, in[0], sizeof(float) * out_size);

@@ -274,10 +274,12 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       st.program = std::shared_ptr<void>(program, lib.free);
       st.run = lib.run;
       const JValue* nw = str_attr(node, "num_weights");
+      const JValue* hyper = str_attr(node, "hyper_inputs");
       const int weights = nw ? std::atoi(nw->str.c_str()) : 0;
-      if (weights < 1 || from.size() % weights) return nullptr;
-      const size_t stride = from.size() / weights;
-      for (size_t j = 0; j < from.size(); ++j) {
+      const size_t arrays = from.size() - (hyper && hyper->str == "1" ? weights : 0);  // then (lr, wd, rescale)s
+      if (weights < 1 || arrays > from.size() || arrays % weights) return nullptr;
+      const size_t stride = arrays / weights;
+      for (size_t j = 0; j < arrays; ++j) {
         if (j % stride == 1) continue;  // the gradient: read; the weight and its states: written
         if (from[j].first >= 0) return nullptr;  // written in place: a graph input
         plan->input_written[from[j].second] = 1;
