@@ -192,6 +192,12 @@ def train_steps(net, trainer, x, y, steps):
     return losses, [p.data() for p in net.collect_params().values()]
 
 
+def direct_launches():
+    """Graphs run so far without CachedOp (kernel_launch.h): stats()['kernels_launched_directly']."""
+    import minpy_jit
+    return minpy_jit.stats()["kernels_launched_directly"]
+
+
 def rand(*shape, seed=0, dtype=np.float32):
     """Deterministic uniform(-1, 1) numpy data."""
     return np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(dtype)

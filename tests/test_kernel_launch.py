@@ -8,17 +8,13 @@ from mxnet import autograd, gluon, nd
 
 import minpy_jit
 
-from conftest import arr, assert_same, rand, run_threads
+from conftest import arr, assert_same, direct_launches, rand, run_threads
 
 
 @pytest.fixture(autouse=True)
 def _isolate(isolated_runtime):
     minpy_jit.clear_cache()
     yield
-
-
-def launched():
-    return minpy_jit.stats()["kernels_launched_directly"]
 
 
 def chain(x, reps=20):
@@ -33,13 +29,13 @@ chain_fn = minpy_jit.function(chain)
 def test_function_and_jit_launch_the_kernel_and_match_eager():
     x = arr(rand(32, 32, seed=1))
     want = chain(x)
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         assert_same(want, chain_fn(x))
     with minpy_jit.jit():
         got = chain(x)
     assert_same(want, got)
-    assert launched() - before >= 3
+    assert direct_launches() - before >= 3
 
 
 def test_switched_off_runs_the_cached_op_with_the_same_bits():
@@ -47,9 +43,9 @@ def test_switched_off_runs_the_cached_op_with_the_same_bits():
     on = chain_fn(x).asnumpy()
     minpy_jit.config(direct_kernels=False)
     try:
-        before = launched()
+        before = direct_launches()
         off = chain_fn(x).asnumpy()
-        assert launched() == before
+        assert direct_launches() == before
     finally:
         minpy_jit.config(direct_kernels=True)
     assert np.array_equal(on, off)
@@ -57,12 +53,12 @@ def test_switched_off_runs_the_cached_op_with_the_same_bits():
 
 def test_input_still_being_computed_is_waited_for():
     big = arr(rand(384, 384, seed=3))
-    before = launched()
+    before = direct_launches()
     for k in range(3):
         a = nd.dot(big, big) * (k + 1)         # pending on MXNet's worker when the kernel is pushed
         s = nd.slice(a, begin=(0, 0), end=(24, 24))
         assert_same(chain(s), chain_fn(s))
-    assert launched() - before == 3
+    assert direct_launches() - before == 3
 
 
 def test_output_read_by_a_later_op_is_ready():
@@ -74,7 +70,7 @@ def test_output_read_by_a_later_op_is_ready():
 
 def test_inputs_written_by_convolutions_in_onednn_layout():
     # oneDNN convolutions leave their outputs in a blocked layout; the kernel must read the values.
-    before = launched()
+    before = direct_launches()
     data = arr(rand(2, 8, 10, 10, seed=5))
     w1, w2 = arr(rand(16, 8, 3, 3, seed=6)), arr(rand(16, 16, 3, 3, seed=7))
     for _ in range(3):
@@ -88,7 +84,7 @@ def test_inputs_written_by_convolutions_in_onednn_layout():
     for _ in range(3):
         y = net(data)
         assert_same(chain(y, 3), chain_fn(y, 3))
-    assert launched() - before == 6
+    assert direct_launches() - before == 6
 
 
 def test_output_written_into_an_existing_array():
@@ -98,7 +94,7 @@ def test_output_written_into_an_existing_array():
 
     x = arr(rand(6, 5, seed=8))
     want = into(x, nd.zeros((6, 5)))
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         target = nd.ones((6, 5))
         with minpy_jit.jit():
@@ -110,7 +106,7 @@ def test_output_written_into_an_existing_array():
     expect = np.ones((10, 5), np.float32)
     expect[2:8] = want.asnumpy()
     assert np.array_equal(base.asnumpy(), expect)
-    assert launched() - before == 4
+    assert direct_launches() - before == 4
 
 
 def test_in_place_update_of_an_input():
@@ -120,12 +116,12 @@ def test_in_place_update_of_an_input():
 
     bump_fn = minpy_jit.function(bump)
     a, b = arr(rand(7, 3, seed=9)), arr(rand(7, 3, seed=9))
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         bump(a)
         bump_fn(b)
         assert_same(a, b)
-    assert launched() == before                # the kernel would write storage it reads: the CachedOp runs
+    assert direct_launches() == before                # the kernel would write storage it reads: the CachedOp runs
 
 
 def test_broadcast_input_and_a_view_of_another_input():
@@ -134,11 +130,11 @@ def test_broadcast_input_and_a_view_of_another_input():
 
     mix_fn = minpy_jit.function(mix)
     x, row = arr(rand(9, 12, seed=10)), arr(rand(1, 12, seed=11))
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         assert_same(mix(x, row), mix_fn(x, row))
         assert_same(mix(x, x[2:3]), mix_fn(x, x[2:3]))   # both inputs in one storage
-    assert launched() - before == 6
+    assert direct_launches() - before == 6
 
 
 def test_recorded_graph_is_an_autograd_node_not_a_direct_launch():
@@ -148,14 +144,14 @@ def test_recorded_graph_is_an_autograd_node_not_a_direct_launch():
         y = chain(x, 4)
     y.backward()
     want = x.grad.asnumpy()
-    before = launched()
+    before = direct_launches()
     for _ in range(2):
         with minpy_jit.jit():
             with autograd.record():
                 y = chain(x, 4)
             y.backward()
         assert np.array_equal(x.grad.asnumpy(), want)
-    assert launched() == before
+    assert direct_launches() == before
 
 
 def test_an_input_carrying_an_error_raises_as_eagerly():
@@ -175,9 +171,9 @@ def test_an_input_carrying_an_error_raises_as_eagerly():
 
 def test_float16_runs_the_cached_op():
     h = arr(rand(4, 4, seed=14)).astype(np.float16)
-    before = launched()
+    before = direct_launches()
     assert_same(chain(h, 3), chain_fn(h, 3))
-    assert launched() == before
+    assert direct_launches() == before
 
 
 def test_threads_calling_one_fragment():
@@ -192,10 +188,10 @@ def test_threads_calling_one_fragment():
                     errors.append(t)
         return run
 
-    before = launched()
+    before = direct_launches()
     run_threads(*[worker(t) for t in range(4)])
     assert not errors
-    assert launched() - before == 200
+    assert direct_launches() - before == 200
 
 
 def two_units(x, row):
@@ -212,17 +208,17 @@ def head_read_later(x, row):
 def test_graph_of_several_kernels_is_one_launch(program):
     x, row = arr(rand(9, 12, seed=30)), arr(rand(1, 12, seed=31))
     want = program(x, row)
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         with minpy_jit.jit():
             got = program(x, row)
         assert_same(want, got)
     assert [g["nodes"] for g in minpy_jit.graphs()] == [2]
-    assert launched() - before == 3
+    assert direct_launches() - before == 3
     fn = minpy_jit.function(program)
     for _ in range(3):
         assert_same(want, fn(x, row))
-    assert launched() - before == 6
+    assert direct_launches() - before == 6
 
 
 def test_large_chain_of_two_kernels_on_both_threads():
@@ -235,12 +231,12 @@ def test_large_chain_of_two_kernels_on_both_threads():
 
     x = arr(rand(512, 512, seed=32))
     want = w2(x)
-    before = launched()
+    before = direct_launches()
     for _ in range(2):
         with minpy_jit.jit():
             got = w2(x)
         assert_same(want, got)
-    assert launched() - before == 2
+    assert direct_launches() - before == 2
 
 
 def graph_ops():
@@ -264,12 +260,12 @@ def test_concat_of_rows_is_part_of_the_launch(program, direct):
     along another axis the graph stays a CachedOp. Eager's bits either way."""
     a, b = arr(rand(3, 5, seed=40)), arr(rand(3, 5, seed=41))
     want = program(a, b)
-    before = launched()
+    before = direct_launches()
     fn = minpy_jit.function(program)
     for _ in range(3):
         assert_same(want, fn(a, b))
     assert "Concat" in graph_ops()
-    assert launched() - before == (3 if direct else 0)  # the capture's graph under jit() too
+    assert direct_launches() - before == (3 if direct else 0)  # the capture's graph under jit() too
 
 
 def _fc_taken(rows, inputs, outputs):
@@ -288,14 +284,14 @@ def test_inference_mlp_is_one_launch_of_products_and_kernels():
         return nd.tanh(nd.FullyConnected(h, w2, b2, num_hidden=10)) * 0.5 + 1
 
     want = mlp(x, w1, b1, w2, b2)
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         with minpy_jit.jit():
             got = mlp(x, w1, b1, w2, b2)
         assert_same(want, got)
     taken = _fc_taken(64, 784, 256) and _fc_taken(64, 256, 10)
     assert (graph_ops() == ["_minpy_fc", "_minpy_fused_elemwise"]) == taken, graph_ops()
-    assert launched() - before == (3 if taken else 0)
+    assert direct_launches() - before == (3 if taken else 0)
 
 
 def test_lstm_sequence_function_is_one_launch():
@@ -314,10 +310,10 @@ def test_lstm_sequence_function_is_one_launch():
 
     want = sequence(xs, h0, c0)
     fn = minpy_jit.function(sequence)
-    before = launched()
+    before = direct_launches()
     for _ in range(3):
         assert_same(want, fn(xs, h0, c0))
     ops = graph_ops()
     direct = set(ops) <= {"Concat", "_minpy_fc", "_minpy_fused_elemwise"}
     assert direct == _fc_taken(16, 128, 512), ops
-    assert launched() - before == (2 if direct else 0)  # the capture runs under jit(), where the product is MXNet's
+    assert direct_launches() - before == (2 if direct else 0)  # the capture runs under jit(), where the product is MXNet's

@@ -13,17 +13,13 @@ from mxnet.gluon import nn
 
 import minpy_jit
 
-from conftest import arr, assert_same, rand
+from conftest import arr, assert_same, direct_launches, rand
 
 
 @pytest.fixture(autouse=True)
 def _isolate(isolated_runtime):
     minpy_jit.clear_cache()
     yield
-
-
-def launched():
-    return minpy_jit.stats()["kernels_launched_directly"]
 
 
 def mlp(weights=None):
@@ -83,11 +79,11 @@ def test_gluon_step_is_one_launch_and_matches_eager(mode, optimizer, params, dir
     x = arr(rand(16, 20, seed=4) * 3)
     y = nd.array(np.random.RandomState(5).randint(0, 10, 16).astype(np.float32))
     want = train("eager", optimizer, params, weights, x, y)
-    before = launched()
+    before = direct_launches()
     got = train(mode, optimizer, params, weights, x, y)
     assert_same(want, got)
     if direct:
-        assert launched() - before >= 4  # every step after the first (which compiles)
+        assert direct_launches() - before >= 4  # every step after the first (which compiles)
     assert minpy_jit.stats()["fallbacks"] == {}
 
 
@@ -116,12 +112,12 @@ def test_loss_operators_with_special_values_match_eager(rows, cols):
         x.attach_grad()
         label = arr(labels)
         if mode == "jit":
-            before = launched()
+            before = direct_launches()
             with minpy_jit.jit():
                 loss = loss_head(x, label, -1.0)
             results[mode] = (loss, x.grad)
             assert_same(results["eager"], results["jit"])
-            assert launched() == before + 1
+            assert direct_launches() == before + 1
         else:
             results[mode] = (loss_head(x, label, -1.0), x.grad)
 
@@ -146,11 +142,11 @@ def test_forms_without_a_stand_in_keep_the_cached_op(form):
     x_j.attach_grad()
     l_e, l_j = arr(labels), arr(labels)
     want = (program(x_e, l_e), x_e.grad)
-    before = launched()
+    before = direct_launches()
     with minpy_jit.jit():
         got = (program(x_j, l_j), x_j.grad)
     assert_same(want, got)
-    assert launched() == before
+    assert direct_launches() == before
 
 
 def test_switched_off_the_step_runs_the_cached_op_with_the_same_bits():
@@ -162,9 +158,9 @@ def test_switched_off_the_step_runs_the_cached_op_with_the_same_bits():
     on = train("jit", "sgd", params, weights, x, y)
     minpy_jit.config(direct_kernels=False)
     try:
-        before = launched()
+        before = direct_launches()
         off = train("jit", "sgd", params, weights, x, y)
-        assert launched() == before
+        assert direct_launches() == before
     finally:
         minpy_jit.config(direct_kernels=True)
     assert_same(on, off)
@@ -195,7 +191,7 @@ def test_ndarray_form_step_is_one_launch_and_matches_eager():
         for w in ws:
             w.attach_grad()
         losses = []
-        before = launched()
+        before = direct_launches()
         for _ in range(4):
             if mode == "jit":
                 with minpy_jit.jit():
@@ -204,7 +200,7 @@ def test_ndarray_form_step_is_one_launch_and_matches_eager():
                 losses.append(nd_step(ws, x, y))
         results[mode] = (losses, ws, [w.grad for w in ws])
         if mode == "jit":
-            assert launched() - before >= 3
+            assert direct_launches() - before >= 3
     assert_same(results["eager"], results["jit"])
 
 
@@ -222,13 +218,13 @@ def test_relu_and_its_gradient_on_special_values_match_eager():
     for mode in ("eager", "jit"):
         x, g = arr(data), arr(head)
         x.attach_grad()
-        before = launched()
+        before = direct_launches()
         with (minpy_jit.jit() if mode == "jit" else contextlib.nullcontext()):
             with autograd.record():
                 y = nd.relu(x)
             y.backward(g)
         results[mode] = (y, x.grad)
         if mode == "jit":
-            assert launched() == before + 1
+            assert direct_launches() == before + 1
     assert_same(results["eager"], results["jit"])
 

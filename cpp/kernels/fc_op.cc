@@ -250,6 +250,15 @@ extern "C" __attribute__((visibility("default"))) void minpy_fc_program_free(voi
   delete static_cast<Plan*>(program);
 }
 
+// M and K of data (`data` floats) by weight (`weight` floats: num_hidden x K); false where they
+// do not fit.
+bool product_dims(const Plan& p, int64_t data, int64_t weight, int64_t* M, int64_t* K) {
+  *K = weight / p.num_hidden;
+  if (*K < 1 || weight != p.num_hidden * *K || data % *K != 0) return false;
+  *M = data / *K;
+  return true;
+}
+
 extern "C" __attribute__((visibility("default"))) const char* minpy_fc_program_run(const void* program,
                                                                                   const float* const* in,
                                                                                   const int64_t* in_sizes,
@@ -257,9 +266,8 @@ extern "C" __attribute__((visibility("default"))) const char* minpy_fc_program_r
                                                                                   const int64_t* out_sizes) {
   const Plan& p = *static_cast<const Plan*>(program);
   const int64_t N = p.num_hidden;
-  const int64_t K = in_sizes[1] / N;
-  if (K < 1 || in_sizes[1] != N * K || in_sizes[0] % K != 0) return "_minpy_fc: data and weight sizes do not fit";
-  const int64_t M = in_sizes[0] / K;
+  int64_t M = 0, K = 0;
+  if (!product_dims(p, in_sizes[0], in_sizes[1], &M, &K)) return "_minpy_fc: data and weight sizes do not fit";
   if (out_sizes[0] != M * N || (p.bias && in_sizes[2] != N)) return "_minpy_fc: bias or output size does not fit";
   forward(p, in[0], in[1], p.bias ? in[2] : nullptr, out[0], M, K);
   return nullptr;
@@ -275,9 +283,8 @@ extern "C" __attribute__((visibility("default"))) const char* minpy_fc_grad_prog
                                                                                        const int64_t* out_sizes) {
   const Plan& p = *static_cast<const Plan*>(program);
   const int64_t N = p.num_hidden;
-  const int64_t K = in_sizes[2] / N;
-  if (K < 1 || in_sizes[2] != N * K || in_sizes[1] % K != 0) return "_minpy_fc_grad: data and weight sizes do not fit";
-  const int64_t M = in_sizes[1] / K;
+  int64_t M = 0, K = 0;
+  if (!product_dims(p, in_sizes[1], in_sizes[2], &M, &K)) return "_minpy_fc_grad: data and weight sizes do not fit";
   if (in_sizes[0] != M * N || out_sizes[0] != M * K || out_sizes[1] != N * K || (p.bias && out_sizes[2] != N))
     return "_minpy_fc_grad: a gradient's size does not fit";
   if (p.kc_data < 0 || p.kc_weight < 0) return "_minpy_fc_grad: gradients not checked against MXNet's";
