@@ -149,9 +149,15 @@ def test_recorded_graph_is_an_autograd_node_not_a_direct_launch():
         with minpy_jit.jit():
             with autograd.record():
                 y = chain(x, 4)
-            y.backward()
+        y.backward()  # after the scope: the graph ran recorded, as an autograd node
         assert np.array_equal(x.grad.asnumpy(), want)
     assert direct_launches() == before
+    with minpy_jit.jit():  # backward() inside the scope: the gradient is in the graph, which is not recorded
+        with autograd.record():
+            y = chain(x, 4)
+        y.backward()
+    assert np.array_equal(x.grad.asnumpy(), want)
+    assert direct_launches() == before + 1
 
 
 def test_an_input_carrying_an_error_raises_as_eagerly():

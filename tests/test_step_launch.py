@@ -228,3 +228,58 @@ def test_relu_and_its_gradient_on_special_values_match_eager():
             assert direct_launches() == before + 1
     assert_same(results["eager"], results["jit"])
 
+
+
+@pytest.mark.parametrize("shape", [(8, 5), (3, 1, 4)])
+def test_fused_units_with_gradients_are_part_of_the_launch(shape):
+    """An elementwise chain under record() is a fused unit whose backward is a fused program
+    (_backward__minpy_fused_elemwise): it runs inside the launch too, sum and its gradient by
+    their stand-ins; specials in the data."""
+    data = rand(*shape, seed=14) * 3
+    data.flat[::6] = np.nan
+    data.flat[1::7] = np.inf
+    data.flat[2::5] = -0.0
+    other = rand(*shape, seed=15)
+    results = {}
+    for mode in ("eager", "jit"):
+        x, w = arr(data), arr(other)
+        x.attach_grad()
+        w.attach_grad()
+        before = direct_launches()
+        with (minpy_jit.jit() if mode == "jit" else contextlib.nullcontext()):
+            with autograd.record():
+                y = (nd.tanh(x * w + 0.5) * nd.sigmoid(w) - x / 3).sum()
+            y.backward()
+        results[mode] = (y, x.grad, w.grad)
+        if mode == "jit":
+            assert direct_launches() == before + 1
+    assert_same(results["eager"], results["jit"])
+
+
+def test_tanh_mlp_trains_in_one_launch_as_eagerly():
+    def tanh_mlp():
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(32, in_units=20, activation="tanh"), nn.Dense(10, in_units=32))
+        net.initialize(mx.init.Xavier())
+        return net
+
+    mx.random.seed(16)
+    weights = [p.data().copy() for p in tanh_mlp().collect_params().values()]
+    x = arr(rand(16, 20, seed=17))
+    y = nd.array(np.random.RandomState(18).randint(0, 10, 16).astype(np.float32))
+    results = {}
+    for mode in ("eager", "jit"):
+        net = tanh_mlp()
+        for p, w in zip(net.collect_params().values(), weights):
+            p.set_data(w)
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.2, "momentum": 0.5})
+        before = direct_launches()
+        losses = []
+        for _ in range(5):
+            with (minpy_jit.jit() if mode == "jit" else contextlib.nullcontext()):
+                losses.append(step(net, trainer, x, y))
+        results[mode] = (losses, [p.data() for p in net.collect_params().values()])
+        if mode == "jit":
+            assert direct_launches() - before >= 4
+    assert_same(results["eager"], results["jit"])

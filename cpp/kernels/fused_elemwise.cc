@@ -617,6 +617,19 @@ extern "C" __attribute__((visibility("default"))) void* minpy_fused_program_crea
   }
 }
 
+// The backward of the unit with these attributes (MXNet's _backward__minpy_fused_elemwise node
+// carries the forward's): inputs [output gradients, forward inputs, forward outputs], outputs
+// the input gradients, as FusedState::Backward runs it. Run by minpy_fused_program_run.
+extern "C" __attribute__((visibility("default"))) void* minpy_fused_grad_program_create(int num_attrs,
+                                                                                       const char* const* keys,
+                                                                                       const char* const* vals) {
+  try {
+    return new Program(compile(gradient_ssa(parse_ssa(attr_map(num_attrs, keys, vals)))));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 extern "C" __attribute__((visibility("default"))) void minpy_fused_program_free(void* program) {
   delete static_cast<Program*>(program);
 }

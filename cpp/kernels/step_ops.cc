@@ -1,14 +1,15 @@
 // MXNet's own small operators of a training step's loss, for graphs launched without CachedOp
 // (cpp/src/kernel_launch.h): log_softmax and its gradient (oneDNN's bits, onednn_softmax.h),
-// pick, mean, a multiply by a scalar, nd.relu, ones_like, BlockGrad and the gradients MXNet's
-// pass makes of them. Gluon's SoftmaxCrossEntropyLoss(...).mean() is these ten nodes; with our GEMMs and
-// update kernels they let W3's whole step run as one engine operation.
+// pick, mean, sum, a multiply by a scalar, nd.relu, ones_like, BlockGrad and the gradients
+// MXNet's pass makes of them. Gluon's SoftmaxCrossEntropyLoss(...).mean() is ten of these nodes;
+// with our GEMMs and update kernels they let W3's whole step run as one engine operation.
 //
 // Each op is written after MXNet 1.9.1's kernel for float32 on CPU (src/operator/tensor/
-// broadcast_reduce_op.h: pick, pick_grad, ReduceAxesComputeImpl with mshadow's red::sum, which
-// adds with a Kahan residual, then divides by the reduced count; ReduceAxesBackwardUseNone
-// broadcasts and divides; elemwise_binary_scalar_op: x * float(scalar)); only the forms listed
-// at `create` are taken. Nothing here is trusted on reading alone: before a graph uses an op
+// broadcast_reduce_op.h: pick, pick_grad, ReduceAxesComputeImpl with mshadow_op::sum, which
+// adds with a Kahan residual (reset once the sum is infinite), then for mean divides by the
+// reduced count; ReduceAxesBackwardUseNone broadcasts (and for mean divides);
+// elemwise_binary_scalar_op: x * float(scalar); NaN operands picked as the x86 instructions MXNet
+// runs pick them). Only the forms listed at `create` are taken. Nothing here is trusted on reading alone: before a graph uses an op
 // for a shape, the runtime runs MXNet's operator and this one on random data with specials
 // and keeps the graph on CachedOp at the first differing bit (cpp/src/launch_check.cc).
 #include <algorithm>
@@ -28,8 +29,8 @@ namespace minpy_kernels {
 namespace step_ops {
 namespace {
 
-enum class Kind { kLogSoftmax, kLogSoftmaxGrad, kPick, kPickGrad, kMulScalar, kMean, kMeanGrad, kOnes, kCopy, kRelu,
-                  kReluGrad };
+enum class Kind { kLogSoftmax, kLogSoftmaxGrad, kPick, kPickGrad, kMulScalar, kMean, kMeanGrad, kSum, kSumGrad,
+                  kOnes, kCopy, kRelu, kReluGrad };
 
 struct Program {
   Kind kind;
@@ -54,7 +55,7 @@ bool parse_axes(const AttrMap& attrs, int ndim, bool* all, std::vector<int>* axe
   return !axes->empty();
 }
 
-// mean's attributes over a `shape` -> (outer, inner) with the reduced axes the trailing ones,
+// mean's (and sum's) attributes over a `shape` -> (outer, inner) with the reduced axes the trailing ones,
 // and the output shape; false for any other reduction.
 bool mean_form(const AttrMap& attrs, int ndim, const int64_t* shape, Program* p, std::vector<int64_t>* out) {
   for (const auto& kv : attrs)
@@ -169,11 +170,12 @@ Program* create(const std::string& op, const AttrMap& attrs, int ndim, const int
     if (!only(attrs, {"scalar", "is_int"}) || truthy(attr_or(attrs, "is_int", "False"))) return nullptr;
     p.kind = Kind::kMulScalar;
     p.scalar = static_cast<float>(std::strtod(attr(attrs, "scalar").c_str(), nullptr));
-  } else if (op == "mean" || op == "_backward_mean") {
+  } else if (op == "mean" || op == "_backward_mean" || op == "sum" || op == "_backward_sum") {
     std::vector<int64_t> reduced;
     if (!mean_form(attrs, ndim, shape, &p, &reduced)) return nullptr;
-    p.kind = op == "mean" ? Kind::kMean : Kind::kMeanGrad;
-    if (p.kind == Kind::kMean) *out = reduced;
+    const bool mean = op == "mean" || op == "_backward_mean", forward = op[0] != '_';
+    p.kind = mean ? (forward ? Kind::kMean : Kind::kMeanGrad) : (forward ? Kind::kSum : Kind::kSumGrad);
+    if (forward) *out = reduced;
   } else if (op == "relu" || op == "_backward_relu") {  // nd.relu (not Activation's), its gradient from the output
     if (!attrs.empty()) return nullptr;
     p.kind = op == "relu" ? Kind::kRelu : Kind::kReluGrad;
@@ -197,8 +199,10 @@ bool sizes_fit(const Program& p, const int64_t* in, const int64_t* out) {
     case Kind::kLogSoftmaxGrad: return in[0] == n && in[1] == n && out[0] == n;
     case Kind::kPick: return in[0] == n && in[1] == p.outer && out[0] == p.outer;
     case Kind::kPickGrad: return in[0] == p.outer && in[1] == p.outer && out[0] == n;
-    case Kind::kMean: return in[0] == n && out[0] == p.outer;
-    case Kind::kMeanGrad: return in[0] == p.outer && out[0] == n;
+    case Kind::kMean:
+    case Kind::kSum: return in[0] == n && out[0] == p.outer;
+    case Kind::kMeanGrad:
+    case Kind::kSumGrad: return in[0] == p.outer && out[0] == n;
     case Kind::kReluGrad: return in[0] == out[0] && in[1] == out[0];
     default: return in[0] == out[0];
   }
@@ -230,6 +234,13 @@ void run(const Program& p, const float* const* in, float* out, int64_t out_size)
         for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = in[0][r] / count;
       break;
     }
+    case Kind::kSum:
+      for (int64_t r = 0; r < rows; ++r) out[r] = kahan_sum(in[0] + r * cols, cols);
+      break;
+    case Kind::kSumGrad:  // broadcast back
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = in[0][r];
+      break;
     case Kind::kOnes:
       for (int64_t i = 0; i < out_size; ++i) out[i] = 1.f;
       break;

@@ -45,6 +45,16 @@ const Entries& fc_entries() {
   return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_program_run");
 }
 
+const Entries& fused_grad_entries() {
+  static Entries e;
+  return entries_of(e, "minpy_fused_grad_program_create", "minpy_fused_program_free", "minpy_fused_program_run");
+}
+
+const Entries& grad_sum_entries() {
+  static Entries e;
+  return entries_of(e, "minpy_grad_sum_program_create", "minpy_grad_sum_program_free", "minpy_grad_sum_program_run");
+}
+
 const Entries& fc_grad_entries() {
   static Entries e;
   return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_grad_program_run");
@@ -231,6 +241,29 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       out.assign(std::atoi(nout->str.c_str()), parse_shape(shape->str));
       st.program = make_program(fused, node);
       st.run = fused.run;
+    } else if (op->str == "_backward__minpy_fused_elemwise") {
+      // [output gradients, forward inputs, forward outputs] -> the forward inputs' gradients
+      const Entries& grad = fused_grad_entries();
+      const JValue* deps = node.get("control_deps");
+      const JValue* nin = str_attr(node, "num_inputs");
+      const JValue* nout = str_attr(node, "num_outputs");
+      if (!grad.found() || !deps || deps->kind != JValue::kArr || deps->arr.size() != 1 || !nin || !nout)
+        return nullptr;
+      const int fwd = deps->arr[0].as_int();
+      const size_t n_in = std::atoi(nin->str.c_str()), n_out = std::atoi(nout->str.c_str());
+      if (fwd < 0 || fwd >= i || operand_shapes[fwd].size() != n_in || in.size() != n_out + n_in + n_out)
+        return nullptr;
+      out = operand_shapes[fwd];
+      st.program = make_program(grad, node);
+      st.run = grad.run;
+    } else if (op->str == "elemwise_sum") {  // gradients summed (cpp/kernels/grad_sum.cc)
+      const Entries& lib = grad_sum_entries();
+      if (!lib.found() || in.empty()) return nullptr;
+      for (const Shape& s : in)
+        if (s != in[0]) return nullptr;
+      out = {in[0]};
+      st.program = make_program(lib, node);
+      st.run = lib.run;
     } else if (op->str == "_minpy_fc" || op->str == "_minpy_fc_grad") {
       // _minpy_fc [X, W, (b)] -> Y; _minpy_fc_grad [dY, X, W, (Y)] -> [dX, dW, (db)]
       const bool grad = op->str == "_minpy_fc_grad";
