@@ -22,6 +22,7 @@ Each output line is prefixed with the role and rank of the process that wrote it
 """
 import argparse
 import ctypes
+import faulthandler
 import os
 import shlex
 import signal
@@ -325,6 +326,9 @@ def main(argv=None):
     extra = dict(kv.split("=", 1) for kv in args.env)
     hosts = read_hosts(args.hostfile) if args.hostfile else None
 
+    # SIGUSR1 prints where every thread of the launcher is (for a launcher that seems stuck).
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     # Installed before the first process starts: a signal that arrives while Job() is still
     # starting them (a loaded machine) must stop the job too, not kill the launcher outright.
     def on_signal(signum, _frame):

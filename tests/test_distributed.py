@@ -284,8 +284,8 @@ def test_the_processes_stop_when_the_launcher_dies(tmp_path, sig):
     env = dict(os.environ, **_env())
     cmd = [sys.executable, "-m", "minpy_jit.launcher", "-n", "2", "-s", "1", "--timeout", "300",
            "--scheduler-runs-command", "--", sys.executable, "-c", script, str(tmp_path)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    log = open(tmp_path / "launcher.stderr", "w+")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     names = ["scheduler0", "server0", "worker0", "worker1"]
     pids = []
     try:
@@ -297,7 +297,13 @@ def test_the_processes_stop_when_the_launcher_dies(tmp_path, sig):
         assert len(pids) == 4, "only %d of the 4 processes started within 60 s" % len(pids)
         assert all(_alive(p) for p in pids)
         proc.send_signal(sig)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # where is it? (the launcher prints its threads on SIGUSR1)
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            log.seek(0)
+            raise AssertionError("the launcher is alive 30 s after %s; its threads:\n%s" % (sig.name, log.read()))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and any(_alive(p) for p in pids):
             time.sleep(0.05)
@@ -312,6 +318,7 @@ def test_the_processes_stop_when_the_launcher_dies(tmp_path, sig):
         for p in pids:
             if _alive(p):
                 os.killpg(p, signal.SIGKILL)
+        log.close()
 
 
 EXAMPLE = os.path.join(ROOT, "examples", "train_data_parallel.py")
