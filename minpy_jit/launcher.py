@@ -326,9 +326,6 @@ def main(argv=None):
     extra = dict(kv.split("=", 1) for kv in args.env)
     hosts = read_hosts(args.hostfile) if args.hostfile else None
 
-    # SIGUSR1 prints where every thread of the launcher is (for a launcher that seems stuck).
-    if hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
     # Installed before the first process starts: a signal that arrives while Job() is still
     # starting them (a loaded machine) must stop the job too, not kill the launcher outright.
     def on_signal(signum, _frame):
@@ -350,6 +347,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # SIGUSR1 prints where every thread of the launcher is (for a launcher that seems stuck).
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
