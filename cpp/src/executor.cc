@@ -48,7 +48,10 @@ std::shared_ptr<const KernelLaunch> plan_launch(const Executor& exe, const Trace
   };
   std::vector<std::vector<int64_t>> input_shapes;
   for (int v : exe.input_values) {
-    if (v < 0) return nullptr;  // a stand-in input (no kernel reads it)
+    if (v < 0) {  // the stand-in input of a graph that has none (dummy_input: one element)
+      input_shapes.push_back({1});
+      continue;
+    }
     const AVal& a = trace.values[v].aval;
     check(a);
     input_shapes.emplace_back(a.dims, a.dims + a.ndim);
