@@ -134,7 +134,8 @@ def test_broadcast_input_and_a_view_of_another_input():
     for _ in range(3):
         assert_same(mix(x, row), mix_fn(x, row))
         assert_same(mix(x, x[2:3]), mix_fn(x, x[2:3]))   # both inputs in one storage
-    assert direct_launches() - before == 6
+    # a view starting inside its storage runs the CachedOp (kernel_job.cc launch_kernel)
+    assert direct_launches() - before == 3
 
 
 def test_recorded_graph_is_an_autograd_node_not_a_direct_launch():

@@ -205,9 +205,15 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
                    const std::vector<NDArrayHandle>& outs) {
   if (!k || outs.size() != k->head_elems.size()) return false;
   // Every array dense float32 on the plan's CPU context; outputs each in storage of their own.
+  // Not a view that starts inside its storage (a row, a slice of rows): if that storage is in
+  // oneDNN's layout when the run comes (its producer may still be pending), no default-layout
+  // copy of the view exists (NDArray::Reorder2Default copies the whole chunk, and where the view
+  // lies in it is not known here); the CachedOp reads it as eager does (fuzz seed 11953696:
+  // concat's output, then x[1].sum()).
   std::vector<const void*> in_chunks;
   for (int pos : k->input_pos) {
     if (pos >= static_cast<int>(ins.size()) || !dense_cpu(ins[pos], k->dev_id)) return false;
+    if (static_cast<const mxnet::NDArray*>(ins[pos])->byte_offset() != 0) return false;
     in_chunks.push_back(chunk_of(ins[pos]));
   }
   for (size_t a = 0; a < outs.size(); ++a) {
