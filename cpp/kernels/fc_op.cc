@@ -81,6 +81,20 @@ float* floats(const MXTensor& t, int64_t size, const char* what) {
 
 // Inputs [dY, X, W, ..., Y], outputs [dX, dW, (dB)]: _backward__minpy_fc and _minpy_fc_grad
 // alike (the forward's output Y last; read with act=relu only).
+// The gradients (a null one not computed) from dY, through relu from the forward's output Y with
+// act=relu: the op's backward, and a direct launch's (minpy_fc_grad_program_run).
+void backward(const Plan& p, const float* dY, const float* X, const float* W, const float* Y, float* dX, float* dW,
+              float* dB, int64_t M, int64_t K) {
+  const int64_t N = p.num_hidden;
+  thread_local std::vector<float> masked;
+  if (p.relu) {  // the gradient before the activation
+    masked.resize(static_cast<size_t>(M * N));
+    gemm::relu_backward(dY, Y, masked.data(), M * N);
+    dY = masked.data();
+  }
+  gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p.kc_data, p.kc_weight);
+}
+
 MXReturnValue gradients(const Plan& p, std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs) {
   try {
     const MXTensor& x = (*inputs)[1];
@@ -93,18 +107,15 @@ MXReturnValue gradients(const Plan& p, std::vector<MXTensor>* inputs, std::vecto
     float* dW = p.weight_grad ? floats((*outputs)[1], N * K, "weight gradient") : nullptr;
     float* dB = p.bias ? floats((*outputs)[2], N, "bias gradient") : nullptr;
     if (!dY || !X || !W) throw std::runtime_error("backward: an input has no memory");
-    if (p.relu) {  // the gradient before the activation
+    const float* Y = nullptr;
+    if (p.relu) {
       if (inputs->size() < 4) throw std::runtime_error("backward: the forward's output is not an input");
-      const float* Y = floats(inputs->back(), M * N, "output");
+      Y = floats(inputs->back(), M * N, "output");
       if (!Y) throw std::runtime_error("backward: the output has no memory");
-      thread_local std::vector<float> masked;
-      masked.resize(static_cast<size_t>(M * N));
-      gemm::relu_backward(dY, Y, masked.data(), M * N);
-      dY = masked.data();
     }
     if (p.kc_data < 0 || p.kc_weight < 0)  // checked forward only (cpp/src/exact_fc.h)
       throw std::runtime_error("backward of a node whose gradients were not checked against MXNet's");
-    gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p.kc_data, p.kc_weight);
+    backward(p, dY, X, W, Y, dX, dW, dB, M, K);
     return MX_SUCCESS;
   } catch (const std::exception& e) { return report(e); }
 }
@@ -288,16 +299,9 @@ extern "C" __attribute__((visibility("default"))) const char* minpy_fc_grad_prog
   if (in_sizes[0] != M * N || out_sizes[0] != M * K || out_sizes[1] != N * K || (p.bias && out_sizes[2] != N))
     return "_minpy_fc_grad: a gradient's size does not fit";
   if (p.kc_data < 0 || p.kc_weight < 0) return "_minpy_fc_grad: gradients not checked against MXNet's";
-  const float* dY = in[0];
-  thread_local std::vector<float> masked;
-  if (p.relu) {  // the gradient before the activation
-    if (in_sizes[3] != M * N) return "_minpy_fc_grad: the forward's output does not fit";
-    masked.resize(static_cast<size_t>(M * N));
-    gemm::relu_backward(dY, in[3], masked.data(), M * N);
-    dY = masked.data();
-  }
-  gemm::fc_backward(dY, in[1], in[2], p.data_grad ? out[0] : nullptr, p.weight_grad ? out[1] : nullptr,
-                    p.bias ? out[2] : nullptr, M, K, N, p.kc_data, p.kc_weight);
+  if (p.relu && in_sizes[3] != M * N) return "_minpy_fc_grad: the forward's output does not fit";
+  backward(p, in[0], in[1], in[2], p.relu ? in[3] : nullptr, p.data_grad ? out[0] : nullptr,
+           p.weight_grad ? out[1] : nullptr, p.bias ? out[2] : nullptr, M, K);
   return nullptr;
 }
 

@@ -464,17 +464,22 @@ MXReturnValue create_state(const AttrMap& attrs, const MXContext&, const std::ve
 const OpDef* const kDefs[] = {&kSgdDef, &kSgdMomDef, &kNagDef, &kAdamDef, &kRmspropDef, &kRmspropAlexDef,
                               &kAdagradDef, &kMpSgdDef, &kMpSgdMomDef, &kMpNagDef};
 
-void* create_plan(const char* op, int num_attrs, const char* const* keys, const char* const* vals) {
-  for (const OpDef* d : kDefs) {
-    if (std::string(op) != d->name) continue;
-    AttrMap attrs = attr_map(num_attrs, keys, vals);
-    attrs["num_weights"] = "1";  // per run; the rates and decays come with each run
-    attrs["lrs"] = "(0,)";
-    attrs["wds"] = "(0,)";
-    attrs["weights_in_place"] = "1";
-    return new Params(parse_params(*d, attrs));
-  }
+// The op named `op` (one of the _minpy_multi_* names), or null.
+const OpDef* def_named(const char* op) {
+  for (const OpDef* d : kDefs)
+    if (std::string(op) == d->name) return d;
   return nullptr;
+}
+
+void* create_plan(const char* op, int num_attrs, const char* const* keys, const char* const* vals) {
+  const OpDef* d = def_named(op);
+  if (!d) return nullptr;
+  AttrMap attrs = attr_map(num_attrs, keys, vals);
+  attrs["num_weights"] = "1";  // per run; the rates and decays come with each run
+  attrs["lrs"] = "(0,)";
+  attrs["wds"] = "(0,)";
+  attrs["weights_in_place"] = "1";
+  return new Params(parse_params(*d, attrs));
 }
 
 void run_plan(const Params& plan, int num_weights, void* const* arrays, const int64_t* sizes, const float* lrs,
@@ -536,15 +541,13 @@ __attribute__((visibility("default"))) void* minpy_update_node_create(const char
                                                                        const char* const* keys,
                                                                        const char* const* vals) {
   try {
-    for (const OpDef* d : kDefs) {
-      if (std::string(op) != d->name) continue;
-      Params p = parse_params(*d, attr_map(num_attrs, keys, vals));
-      if (!p.weights_in_place || d->mp) return nullptr;
-      return new Params(std::move(p));
-    }
+    const OpDef* d = def_named(op);
+    if (!d || d->mp) return nullptr;
+    Params p = parse_params(*d, attr_map(num_attrs, keys, vals));
+    return p.weights_in_place ? new Params(std::move(p)) : nullptr;
   } catch (const std::exception&) {
+    return nullptr;
   }
-  return nullptr;
 }
 
 // in: the node's inputs (per weight: weight, gradient, states, written through in place; then,

@@ -139,6 +139,14 @@
 
 namespace minpy_kernels {
 
+// x86's addss/addps and mulss with NaN operands: the first NaN operand, made quiet. A commutative
+// C++ `a + b` may be compiled with its operands swapped, so where two NaNs of different signs or
+// payloads meet, the instruction the reproduced kernel runs is spelled out (here and in
+// step_ops.cc).
+inline float quiet_nan(float x) { return vm::Lanes<float>::as_f(vm::Lanes<float>::as_u(x) | 0x400000u); }
+inline float add_x86(float a, float b) { return a != a ? quiet_nan(a) : (b != b ? quiet_nan(b) : a + b); }
+inline float mul_x86(float a, float b) { return a != a ? quiet_nan(a) : (b != b ? quiet_nan(b) : a * b); }
+
 // Compiled for AVX2 with FMA: the functions run only where oneDNN picked its AVX2 or AVX-512
 // kernel (onednn_softmax_vector_width, outside this region, says 0 elsewhere), and the
 // baseline x86-64 target has no fused multiply-add or rounding instruction, so __builtin_fmaf
@@ -156,11 +164,8 @@ OS_INLINE float f_of(uint32_t u) { return vm::Lanes<float>::as_f(u); }
 OS_INLINE uint32_t u_of(float x) { return vm::Lanes<float>::as_u(x); }
 // x86's maxps/minps: the second operand whenever the comparison is false (NaN, equal zeros).
 OS_INLINE float max_x86(float a, float b) { return a > b ? a : b; }
-// x86's addps and FMA with NaN operands: the first NaN operand in instruction order, made quiet.
-// The compiler may swap a commutative C++ `a + b` (and picks the FMA form), so where two NaNs of
-// different signs or payloads meet, the instruction oneDNN wrote decides, spelled out here.
-OS_INLINE float quiet(float x) { return f_of(u_of(x) | 0x400000u); }
-OS_INLINE float add_x86(float a, float b) { return a != a ? quiet(a) : (b != b ? quiet(b) : a + b); }
+// Additions where two NaNs can meet: add_x86 (above), in the order oneDNN's instructions name
+// their operands.
 OS_INLINE float min_x86(float a, float b) { return a < b ? a : b; }
 
 constexpr float kNegFltMax = -0x1.fffffep+127f;

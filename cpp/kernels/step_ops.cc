@@ -121,18 +121,6 @@ inline int64_t pick_column(float v, int64_t cols) {
   return j >= cols ? cols - 1 : j;
 }
 
-// x86's addss / mulss with NaN operands: the first NaN operand, made quiet (MXNet's kernels
-// compute dst + src and a * scalar in that order; C++ may swap a commutative operation).
-inline float quiet(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u |= 0x400000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-inline float add_x86(float a, float b) { return a != a ? quiet(a) : (b != b ? quiet(b) : a + b); }
-inline float mul_x86(float a, float b) { return a != a ? quiet(a) : (b != b ? quiet(b) : a * b); }
-
 // mshadow_op::sum's Reduce: a Kahan-compensated running sum whose residual is dropped once the
 // sum is infinite (src/operator/mshadow_op.h).
 inline float kahan_sum(const float* x, int64_t n) {

@@ -232,12 +232,13 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
   // Engine variables: each input chunk once (kernels may read one array twice), outputs apart;
   // an input written in place is written, in storage no other array of the launch has.
   std::vector<NDArrayHandle> reads, writes(outs);
-  std::vector<const void*> seen;
+  std::vector<const void*> seen, sorted_chunks(in_chunks);  // a step's update writes hundreds of weights
+  std::sort(sorted_chunks.begin(), sorted_chunks.end());
   for (size_t i = 0; i < k->input_pos.size(); ++i) {
     const void* c = in_chunks[i];
     if (k->input_written[i]) {
-      for (size_t j = 0; j < in_chunks.size(); ++j)
-        if (j != i && in_chunks[j] == c) return false;
+      const auto same = std::equal_range(sorted_chunks.begin(), sorted_chunks.end(), c);
+      if (same.second - same.first > 1) return false;
       writes.push_back(ins[k->input_pos[i]]);
       continue;
     }

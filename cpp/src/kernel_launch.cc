@@ -14,12 +14,15 @@ namespace minpy {
 namespace {
 
 // The kernel library's entry points for a kind of program (cpp/kernels/fused_elemwise.cc,
-// cpp/kernels/fc_op.cc).
+// fc_op.cc, grad_sum.cc; named ones, created from the op's name too: multi_update.cc, step_ops.cc).
 using ProgramCreate = void* (*)(int num_attrs, const char* const* keys, const char* const* vals);
+using NamedCreate = void* (*)(const char* op, int num_attrs, const char* const* keys, const char* const* vals);
+using StepOpCreate = void* (*)(const char* op, int num_attrs, const char* const* keys, const char* const* vals,
+                               int ndim, const int64_t* shape, int* out_ndim, int64_t* out_shape);
 using ProgramFree = void (*)(void* program);
 
 struct Entries {
-  ProgramCreate create = nullptr;
+  void* create = nullptr;  // a ProgramCreate, NamedCreate or StepOpCreate, by kind
   ProgramFree free = nullptr;
   FusedProgramRun run = nullptr;
   bool found() const { return create && free && run; }
@@ -28,7 +31,7 @@ struct Entries {
 // Looked up until found, then kept (MXNet never unloads the library). GIL held.
 const Entries& entries_of(Entries& e, const char* create, const char* free, const char* run) {
   if (!e.found()) {
-    e.create = reinterpret_cast<ProgramCreate>(kernel_symbol(create));
+    e.create = kernel_symbol(create);
     e.free = reinterpret_cast<ProgramFree>(kernel_symbol(free));
     e.run = reinterpret_cast<FusedProgramRun>(kernel_symbol(run));
   }
@@ -40,19 +43,14 @@ const Entries& fused_entries() {
   return entries_of(e, "minpy_fused_program_create", "minpy_fused_program_free", "minpy_fused_program_run");
 }
 
-const Entries& fc_entries() {
-  static Entries e;
-  return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_program_run");
-}
-
 const Entries& fused_grad_entries() {
   static Entries e;
   return entries_of(e, "minpy_fused_grad_program_create", "minpy_fused_program_free", "minpy_fused_program_run");
 }
 
-const Entries& grad_sum_entries() {
+const Entries& fc_entries() {
   static Entries e;
-  return entries_of(e, "minpy_grad_sum_program_create", "minpy_grad_sum_program_free", "minpy_grad_sum_program_run");
+  return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_program_run");
 }
 
 const Entries& fc_grad_entries() {
@@ -60,36 +58,19 @@ const Entries& fc_grad_entries() {
   return entries_of(e, "minpy_fc_program_create", "minpy_fc_program_free", "minpy_fc_grad_program_run");
 }
 
-// The kernel library's in-place multi-tensor updates (multi_update.cc) and stand-ins for
-// MXNet's small operators (step_ops.cc): created from the op's name as well.
-using NamedCreate = void* (*)(const char* op, int num_attrs, const char* const* keys, const char* const* vals);
-using StepOpCreate = void* (*)(const char* op, int num_attrs, const char* const* keys, const char* const* vals,
-                               int ndim, const int64_t* shape, int* out_ndim, int64_t* out_shape);
-
-struct NamedEntries {
-  void* create = nullptr;
-  ProgramFree free = nullptr;
-  FusedProgramRun run = nullptr;
-  bool found() const { return create && free && run; }
-};
-
-const NamedEntries& named_entries(NamedEntries& e, const char* create, const char* free, const char* run) {
-  if (!e.found()) {
-    e.create = kernel_symbol(create);
-    e.free = reinterpret_cast<ProgramFree>(kernel_symbol(free));
-    e.run = reinterpret_cast<FusedProgramRun>(kernel_symbol(run));
-  }
-  return e;
+const Entries& grad_sum_entries() {
+  static Entries e;
+  return entries_of(e, "minpy_grad_sum_program_create", "minpy_grad_sum_program_free", "minpy_grad_sum_program_run");
 }
 
-const NamedEntries& update_entries() {
-  static NamedEntries e;
-  return named_entries(e, "minpy_update_node_create", "minpy_update_plan_free", "minpy_update_node_run");
+const Entries& update_entries() {
+  static Entries e;
+  return entries_of(e, "minpy_update_node_create", "minpy_update_plan_free", "minpy_update_node_run");
 }
 
-const NamedEntries& step_op_entries() {
-  static NamedEntries e;
-  return named_entries(e, "minpy_step_op_create", "minpy_step_op_free", "minpy_step_op_run");
+const Entries& step_op_entries() {
+  static Entries e;
+  return entries_of(e, "minpy_step_op_create", "minpy_step_op_free", "minpy_step_op_run");
 }
 
 // Concat along the first axis of row-major arrays: the inputs' elements one after the other.
@@ -148,18 +129,31 @@ bool node_attrs(const JValue& node, std::vector<Attr>* out) {
   return true;
 }
 
-// The node's program from its attributes (all strings), or null.
-std::shared_ptr<void> make_program(const Entries& lib, const JValue& node) {
+// The attributes as the kernel library's create functions take them.
+struct CStrings {
   std::vector<const char*> keys, vals;
-  if (const JValue* attrs = node.get("attrs"))
-    for (const auto& kv : attrs->obj) {
-      if (kv.second.kind != JValue::kStr) return nullptr;
-      keys.push_back(kv.first.c_str());
-      vals.push_back(kv.second.str.c_str());
-    }
-  void* program = lib.create(static_cast<int>(keys.size()), keys.data(), vals.data());
-  if (!program) return nullptr;
-  return std::shared_ptr<void>(program, lib.free);
+  explicit CStrings(const std::vector<Attr>& attrs) {
+    for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
+  }
+  int size() const { return static_cast<int>(keys.size()); }
+};
+
+// `program` (from lib's create, or null) owned, freed by the library.
+std::shared_ptr<void> owned(const Entries& lib, void* program) {
+  return program ? std::shared_ptr<void>(program, lib.free) : nullptr;
+}
+
+std::shared_ptr<void> make_program(const Entries& lib, const std::vector<Attr>& attrs) {
+  const CStrings c(attrs);
+  return owned(lib, reinterpret_cast<ProgramCreate>(lib.create)(c.size(), c.keys.data(), c.vals.data()));
+}
+
+// The forward node of gradient node `node` (its one control dependency, before node `i`), or -1.
+int forward_of(const JValue& node, int i) {
+  const JValue* deps = node.get("control_deps");
+  if (!deps || deps->kind != JValue::kArr || deps->arr.size() != 1) return -1;
+  const int fwd = deps->arr[0].as_int();
+  return fwd >= 0 && fwd < i ? fwd : -1;
 }
 
 }  // namespace
@@ -188,7 +182,7 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
   plan->head_elems = head_elems;
   // Per node: its step (-1 for a variable), the shapes of its operands and of its results; per
   // step operand, an earlier step's result (step, k) or a graph input (-1, index into input_pos).
-  std::vector<int> step_of(num_nodes, -1);
+  std::vector<int> step_of(num_nodes, -1), input_of(num_nodes, -1);  // input_of: a variable's CachedOp position
   std::vector<std::vector<Shape>> operand_shapes(num_nodes), result_shapes(num_nodes);
   std::vector<std::vector<std::pair<int, int>>> operands;
   for (int i = 0; i < num_nodes; ++i) {
@@ -200,7 +194,8 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       if (!name || name->kind != JValue::kStr || name->str.size() < 2 || name->str[0] != 'v') return nullptr;
       auto at = std::find(input_values.begin(), input_values.end(), std::atoi(name->str.c_str() + 1));
       if (at == input_values.end()) return nullptr;
-      result_shapes[i] = {input_shapes[at - input_values.begin()]};
+      input_of[i] = static_cast<int>(at - input_values.begin());
+      result_shapes[i] = {input_shapes[input_of[i]]};
       continue;
     }
     KernelLaunch::Step st;
@@ -218,9 +213,7 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
         from.push_back({step_of[src], k});
         continue;
       }
-      const JValue* name = nodes->arr[src].get("name");
-      const int pos = static_cast<int>(
-          std::find(input_values.begin(), input_values.end(), std::atoi(name->str.c_str() + 1)) - input_values.begin());
+      const int pos = input_of[src];
       auto seen = std::find(plan->input_pos.begin(), plan->input_pos.end(), pos);
       const int index = static_cast<int>(seen - plan->input_pos.begin());  // (the new last one if not seen)
       if (seen == plan->input_pos.end()) {
@@ -239,22 +232,19 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       const JValue* shape = str_attr(node, "out_shape");
       if (!nout || !shape || std::atoi(nout->str.c_str()) < 1) return nullptr;
       out.assign(std::atoi(nout->str.c_str()), parse_shape(shape->str));
-      st.program = make_program(fused, node);
+      st.program = make_program(fused, attrs);
       st.run = fused.run;
     } else if (op->str == "_backward__minpy_fused_elemwise") {
       // [output gradients, forward inputs, forward outputs] -> the forward inputs' gradients
       const Entries& grad = fused_grad_entries();
-      const JValue* deps = node.get("control_deps");
       const JValue* nin = str_attr(node, "num_inputs");
       const JValue* nout = str_attr(node, "num_outputs");
-      if (!grad.found() || !deps || deps->kind != JValue::kArr || deps->arr.size() != 1 || !nin || !nout)
-        return nullptr;
-      const int fwd = deps->arr[0].as_int();
+      const int fwd = forward_of(node, i);
+      if (!grad.found() || fwd < 0 || !nin || !nout) return nullptr;
       const size_t n_in = std::atoi(nin->str.c_str()), n_out = std::atoi(nout->str.c_str());
-      if (fwd < 0 || fwd >= i || operand_shapes[fwd].size() != n_in || in.size() != n_out + n_in + n_out)
-        return nullptr;
+      if (operand_shapes[fwd].size() != n_in || in.size() != n_out + n_in + n_out) return nullptr;
       out = operand_shapes[fwd];
-      st.program = make_program(grad, node);
+      st.program = make_program(grad, attrs);
       st.run = grad.run;
     } else if (op->str == "elemwise_sum") {  // gradients summed (cpp/kernels/grad_sum.cc)
       const Entries& lib = grad_sum_entries();
@@ -262,7 +252,7 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       for (const Shape& s : in)
         if (s != in[0]) return nullptr;
       out = {in[0]};
-      st.program = make_program(lib, node);
+      st.program = make_program(lib, attrs);
       st.run = lib.run;
     } else if (op->str == "_minpy_fc" || op->str == "_minpy_fc_grad") {
       // _minpy_fc [X, W, (b)] -> Y; _minpy_fc_grad [dY, X, W, (Y)] -> [dX, dW, (db)]
@@ -283,7 +273,7 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       } else {
         out = {{in[0][0], N}};
       }
-      st.program = make_program(fc, node);
+      st.program = make_program(fc, attrs);
       st.run = fc.run;
     } else if (op->str == "Concat") {  // along the first axis only: the inputs' rows in turn
       const JValue* dim = str_attr(node, "dim");
@@ -297,14 +287,11 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       st.program = std::make_shared<int64_t>(static_cast<int64_t>(st.in_elems.size()));
       st.run = concat_rows;
     } else if (op->str.compare(0, 12, "_minpy_multi") == 0) {  // an update writing weights in place
-      const NamedEntries& lib = update_entries();
-      std::vector<const char*> keys, vals;
-      for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
-      void* program = lib.found() ? reinterpret_cast<NamedCreate>(lib.create)(
-                                        op->str.c_str(), static_cast<int>(keys.size()), keys.data(), vals.data())
-                                  : nullptr;
-      if (!program) return nullptr;
-      st.program = std::shared_ptr<void>(program, lib.free);
+      const Entries& lib = update_entries();
+      if (!lib.found()) return nullptr;
+      const CStrings c(attrs);
+      st.program = owned(lib, reinterpret_cast<NamedCreate>(lib.create)(op->str.c_str(), c.size(), c.keys.data(),
+                                                                          c.vals.data()));
       st.run = lib.run;
       const JValue* nw = str_attr(node, "num_weights");
       const JValue* hyper = str_attr(node, "hyper_inputs");
@@ -319,30 +306,25 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       }
       out = {{1}};  // the placeholder head (graph.cc): not written
     } else {  // one of MXNet's small operators, by the kernel library's stand-in if it agrees
-      const NamedEntries& lib = step_op_entries();
-      Shape shape = in.empty() ? Shape{} : in[0];
+      const Entries& lib = step_op_entries();
+      if (!lib.found() || in.empty()) return nullptr;
+      Shape shape = in[0];
       if (op->str.compare(0, 10, "_backward_") == 0) {  // its result: the gradient of its forward's input
-        const JValue* deps = node.get("control_deps");
-        if (!deps || deps->kind != JValue::kArr || deps->arr.size() != 1) return nullptr;
-        const int fwd = deps->arr[0].as_int();
-        if (fwd < 0 || fwd >= i || operand_shapes[fwd].empty()) return nullptr;
+        const int fwd = forward_of(node, i);
+        if (fwd < 0 || operand_shapes[fwd].empty()) return nullptr;
         shape = operand_shapes[fwd][0];
       }
-      std::vector<const char*> keys, vals;
-      for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
+      if (shape.size() > 8) return nullptr;
+      const CStrings c(attrs);
       int out_ndim = 0;
       int64_t out_dims[8];
-      void* program = lib.found() && !in.empty() && shape.size() <= 8
-                          ? reinterpret_cast<StepOpCreate>(lib.create)(op->str.c_str(), static_cast<int>(keys.size()),
-                                                                       keys.data(), vals.data(),
-                                                                       static_cast<int>(shape.size()), shape.data(),
-                                                                       &out_ndim, out_dims)
-                          : nullptr;
-      if (!program) return nullptr;
-      st.program = std::shared_ptr<void>(program, lib.free);
+      st.program = owned(lib, reinterpret_cast<StepOpCreate>(lib.create)(
+                                  op->str.c_str(), c.size(), c.keys.data(), c.vals.data(),
+                                  static_cast<int>(shape.size()), shape.data(), &out_ndim, out_dims));
+      if (!st.program) return nullptr;
       st.run = lib.run;
       out = {Shape(out_dims, out_dims + out_ndim)};
-      if (!step_op_agrees(op->str, attrs, in, out[0], program, lib.run, dev_id)) return nullptr;
+      if (!step_op_agrees(op->str, attrs, in, out[0], st.program.get(), lib.run, dev_id)) return nullptr;
     }
     if (!st.program) return nullptr;
     for (const Shape& o : out) st.out_elems.push_back(elems_of(o));

@@ -32,7 +32,7 @@ float draw_value(DrawSource& src, int draw, bool index, int64_t cols) {
   return draw == 1 ? u : std::ldexp(u, static_cast<int>(pick) - 40);
 }
 
-AVal aval_of(const std::vector<int64_t>& shape, int dev_id) {
+AVal aval_of_shape(const std::vector<int64_t>& shape, int dev_id) {
   AVal a;
   a.ndim = static_cast<int>(shape.size());
   for (int i = 0; i < a.ndim; ++i) a.dims[i] = shape[i];
@@ -72,7 +72,7 @@ bool step_op_agrees(const std::string& op, const std::vector<Attr>& attrs,
   return checked_once(key, [&] {
     OpHandle handle = nullptr;
     if (NNGetOpHandle(op.c_str(), &handle) != 0 || !handle) return false;
-    const AVal out_aval = aval_of(out_shape, dev_id);
+    const AVal out_aval = aval_of_shape(out_shape, dev_id);
     const bool picks = op == "pick" || op == "_backward_pick";
     const int64_t cols = in_shapes.empty() || in_shapes[0].empty() ? 1 : in_shapes[0].back();
     DrawSource src(static_cast<uint64_t>(std::hash<std::string>()(key)));
@@ -84,7 +84,7 @@ bool step_op_agrees(const std::string& op, const std::vector<Attr>& attrs,
       std::vector<const float*> in_ptrs;
       std::vector<int64_t> in_sizes;
       for (size_t i = 0; i < in_shapes.size(); ++i) {
-        const AVal a = aval_of(in_shapes[i], dev_id);
+        const AVal a = aval_of_shape(in_shapes[i], dev_id);
         data[i].resize(static_cast<size_t>(a.size()));
         for (float& v : data[i]) v = draw_value(src, draw, picks && i == 1, cols);
         NDArrayHandle h = array_of(a, data[i].data(), &held);
