@@ -13,6 +13,8 @@
 // be between any two ops, and running their work from inside an MXNet callback nests a graph
 // launch inside MXNet's own execution (seen to deadlock with CustomOps). It flushes only the
 // traces that hold an array the call passes to MXNet, which is what correctness needs.
+#include <algorithm>
+
 #include "backward.h"
 #include "failures.h"
 #include "fragment.h"
@@ -77,7 +79,8 @@ void flush_holders(const std::vector<NDArrayHandle>& handles, const std::string&
     };
     for (ThreadState* ts : states) {
       if (!ts->has_pending() || ts->busy || ts->flushing) continue;
-      bool held = holds(ts->trace);
+      bool held = holds(ts->trace) || std::any_of(handles.begin(), handles.end(),
+                                                  [&](NDArrayHandle h) { return ts->batch.holds(h); });
       for (const Trace& p : ts->parked) held = held || holds(p);
       if (!held) continue;
       if (where.empty()) where = user_site();

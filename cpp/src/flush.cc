@@ -774,6 +774,7 @@ void run_current(ThreadState& ts, const std::string& cause, const std::string& w
 }  // namespace
 
 void flush_current(ThreadState& ts, const std::string& cause, const std::string& where, bool force_eager) {
+  if (!ts.flushing) push_update_batch(ts, cause);  // pending only while the trace is empty
   run_current(ts, cause, where, force_eager, false);
 }
 
@@ -782,6 +783,7 @@ void flush_thread(ThreadState& ts, const std::string& cause, const std::string& 
     wait_for_foreign_flush(ts);
     return;
   }
+  push_update_batch(ts, cause);  // gathered updates (pending only while the traces are empty)
   if (ts.parked.empty()) return run_current(ts, cause, where, force_eager, false);
   ++R->stats.flushes[cause];
   // Other contexts' traces first (they were opened before the current one); each runs even

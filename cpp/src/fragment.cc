@@ -677,6 +677,7 @@ bool follows_backward(const Trace& t, const Variant& v) {
 
 PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
   Trace& t = ts.trace;
+  if (!ts.batch.empty()) push_update_batch(ts, "fragment call");  // updates gathered before it, first
   // Other contexts' open traces (record.cc) run first: a fragment's arrays are looked up in
   // the current trace only.
   if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());

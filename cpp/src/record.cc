@@ -770,6 +770,10 @@ py::object invoke_call(const CallArgs& args) {
   return record_call(ts, args);
 }
 
+py::object record_call_tuple(ThreadState& ts, PyObject* call) {
+  return record_call(ts, CallArgs{&PyTuple_GET_ITEM(call, 0)});
+}
+
 py::object invoke(py::args args) {
   if (args.size() != CallArgs::kCount) return R->orig_invoke(*args);
   return invoke_call(CallArgs{&PyTuple_GET_ITEM(args.ptr(), 0)});
@@ -796,6 +800,10 @@ py::object record_call(ThreadState& ts, const CallArgs& args) {
   MXAutogradIsRecording(&rec);
   MXAutogradIsTraining(&train);
   bool np_shape = np_shape_mode();
+  // A per-weight optimizer update while nothing else is pending joins the thread's batch of
+  // them (update_batch.h); any other call launches that batch first.
+  if (op.update && !rec && !np_shape && gather_update(ts, op, args.argv)) return out_result(args);
+  if (!ts.batch.empty()) push_update_batch(ts, "op after updates");
   if (ts.has_pending()) enter_context_trace(ts, ndargs, keys, vals, out, op.effectful);
   Trace& t = ts.trace;
   bool graph_op = rec;  // joins the autograd graph: the segment runs as a recorded graph

@@ -23,6 +23,7 @@
 #include "infer.h"
 #include "source.h"
 #include "stats.h"
+#include "update_batch.h"
 
 namespace minpy {
 namespace py = pybind11;
@@ -59,6 +60,7 @@ struct ThreadState {
   int in_mxnet = 0;  // guarded MXNet C API calls this thread is inside: Python running now is a callback
   signed char foreign = -1;  // a thread MXNet started (callbacks.cc: foreign_thread); -1 not yet known
   int capturing = 0;  // a @function fragment is being captured (fragment.h): no segment cuts
+  int replaying_batch = 0;  // a refused batch's calls are being recorded (update_batch.h): none joins one
   int flush_ordinal = 0;           // flushes so far in the outermost open scope (this one is numbered)
   uint64_t segment_anchor = 0;     // content of the op that ended the last segment, 0 after other flushes
   std::vector<std::string> sites;  // scope entry sites, innermost last
@@ -77,7 +79,10 @@ struct ThreadState {
   // data-parallel step's per-context forwards stay pending side by side until each one's
   // backward() or a flush). Never read by an op of another context; flushed with `trace`.
   std::vector<Trace> parked;
-  bool has_pending() const { return !trace.empty() || !parked.empty(); }
+  // Per-weight updates called while nothing else was pending, not yet launched (update_batch.h):
+  // non-empty only while `trace` and `parked` are empty; pushed before anything else runs.
+  UpdateBatch batch;
+  bool has_pending() const { return !trace.empty() || !parked.empty() || !batch.empty(); }
 };
 
 struct Site {
@@ -257,6 +262,9 @@ void register_scope_api(py::module_& m);
 
 // record.cc
 uint64_t hash_str(const std::string& s);
+std::string str_of(PyObject* v);  // an attribute value as MXNet's Python wrapper writes it (str(v))
+// Records a call given as the tuple of _imperative_invoke's arguments (update_batch.cc); its result.
+py::object record_call_tuple(ThreadState& ts, PyObject* call);
 OpInfo& op_info(AtomicSymbolCreator creator);
 PyObject* invoke_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs);
 

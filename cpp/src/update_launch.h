@@ -26,20 +26,10 @@
 #include <utility>
 #include <vector>
 
+#include "direct_update.h"
 #include "runtime.h"
 
 namespace minpy {
-
-struct DirectUpdate {
-  std::string kernel;                                     // _minpy_multi_*_update
-  std::vector<std::pair<const char*, std::string>> attrs;  // shared: rescale_grad, momentum, ...
-  int stride = 0;                                         // arrays per weight
-  std::vector<NDArrayHandle> arrays;                      // per weight: weight, gradient, states
-  std::vector<int64_t> sizes;                             // elements per weight
-  bool mp = false;                                        // float16 weights and gradients, float32 states
-  std::vector<float> lrs, wds;                            // per weight, as MXNet parses them
-  int dev_id = 0;                                         // the CPU context
-};
 
 // Pushes the update as one engine operation; false (nothing done) where the conditions above
 // do not hold, and the caller records it instead. `flushing`: the update is the trace being

@@ -1,5 +1,6 @@
 #include "updates.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -185,6 +186,21 @@ const UpdateOp* update_op(const std::string& name) {
 const std::string& update_kernel(const UpdateOp& u) { return u.kernel; }
 
 int update_stride(const UpdateOp& u) { return u.stride; }
+
+bool update_per_weight(const UpdateOp& u) { return !u.multi && !u.ours; }
+
+bool update_arrays_fit_in_place(const UpdateOp& u, const AVal* arrays, int n) {
+  if (n != u.stride) return false;
+  const AVal& w = arrays[0];
+  for (int j = 0; j < n; ++j) {
+    const AVal& a = arrays[j];
+    const int want = (u.mp && j < 2) ? 2 : 0;  // float16 weight and gradient, float32 otherwise
+    if (a.dtype != want || a.dev_type != 1 || a.dev_id != w.dev_id || a.ndim != w.ndim ||
+        !std::equal(a.dims, a.dims + a.ndim, w.dims))
+      return false;
+  }
+  return true;
+}
 
 bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int>& in) {
   const size_t weight_arrays = in.size() - in.size() % static_cast<size_t>(u.stride);

@@ -43,6 +43,15 @@ const std::string& update_kernel(const UpdateOp& u);
 // Arrays per weight of the op (weight, gradient, states...).
 int update_stride(const UpdateOp& u);
 
+// A per-weight op of MXNet's (sgd_mom_update, adam_update, ...), not a multi-tensor one or ours.
+bool update_per_weight(const UpdateOp& u);
+
+// Whether one per-weight call's arrays (weight, gradient, states: `n` of them) suit our kernel
+// updating them in place where they are: the dtypes update_kernel_fits asks for, each on the
+// weight's context, a plain CPU one, and of the weight's shape (MXNet's shape inference
+// refuses any other: the recording path then raises its error).
+bool update_arrays_fit_in_place(const UpdateOp& u, const AVal* arrays, int n);
+
 // Whether its arrays suit our kernel: float32 (float16 weights and gradients for the
 // mixed-precision forms, float32 states), all on the CPU, of one size per weight.
 bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int>& in);
