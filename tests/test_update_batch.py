@@ -74,6 +74,13 @@ def test_long_batches_launch_every_segment_ops_weights():
     assert d["update_flushes_direct"] == 3 and d["cache_misses"] == 0  # 4 + 4 + 2
 
 
+def test_large_weights_launch_every_64k_elements():
+    """Weights of 4096 elements: a launch every 16 (what the kernel has left after the last call
+    is on the step's critical path), whatever segment_ops says."""
+    d = both(lambda ws, gs, ms: [sgd_mom(w, g, m) for w, g, m in zip(ws, gs, ms)], n=40, shape=(64, 64))
+    assert d["update_flushes_direct"] == 3 and d["cache_misses"] == 0  # 16 + 16 + 8
+
+
 def test_a_weight_updated_twice_sees_its_first_update():
     def two_steps(ws, gs, ms):
         for _ in range(2):

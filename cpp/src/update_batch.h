@@ -8,9 +8,9 @@
 // arrays and float32 rates, what that flush would have read out of the trace. The batch is
 // pushed (launch_update_directly, update_launch.h) before anything else happens on the thread:
 // at the next call that does not join it, at any flush of the thread (a read, a guarded C API
-// call, scope exit, another thread's flush_all), before a fragment joins the trace, and every
-// segment_ops weights, so that MXNet runs one batch while Python gathers the next (as segments
-// do). The same kernel on the same arrays with the same rates in the same order as the
+// call, scope exit, another thread's flush_all), before a fragment joins the trace, and once it
+// holds 64K weight elements or segment_ops calls, so that MXNet runs one batch while Python
+// gathers the next (as segments do). The same kernel on the same arrays with the same rates in the same order as the
 // recorded path: the same bits.
 //
 // A call joins only where its outcome is known (gather_update): an update op our kernel runs,
@@ -41,6 +41,7 @@ struct UpdateBatch {
   std::vector<pybind11::object> calls;  // each call's arguments: its arrays alive until the push
   std::unordered_set<const void*> storage;  // storage chunks the batch's arrays sit in
   uint64_t shared_key = 0;             // the calls' kernel and shared attributes (one plan a launch)
+  int64_t elements = 0;                // of the weights gathered
   bool empty() const { return calls.empty(); }
   bool holds(NDArrayHandle h) const;   // h's storage is one the batch updates
 };
