@@ -41,6 +41,7 @@
 #include "../src/graph.h"
 #include "../src/infer.h"
 #include "../src/mxapi.h"
+#include "../src/runtime.h"
 #include "../src/trace.h"
 
 using namespace minpy;
@@ -174,6 +175,10 @@ int main(int argc, char** argv) {
     sizes.clear();
     for (int i = 2; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
   }
+  // The runtime's state, as the Python module's init makes it (bindings.cc): the recorder reads
+  // its configuration, and releases the GIL around MXNet calls, so an interpreter must exist.
+  Py_Initialize();
+  minpy::R = new minpy::Runtime();
   const double wall_ov = timer_overhead(now_ns), cpu_ov = timer_overhead(cpu_ns);
 
   // The external input: a real (32, 32) float32 array on cpu(0).

@@ -286,4 +286,18 @@ py::object make_guard(py::object fn, const std::string& cause, bool backward) {
   return py::reinterpret_steal<py::object>(PyCFunction_New(&guarded_def, self.ptr()));
 }
 
+// Setting the flag needs the array's autograd entry, which a pending lazy result only gets
+// when its trace runs: pending work is flushed first, as the guarded ctypes path does. A
+// variable (attach_grad, a Gluon parameter) has its entry already, and the flag is all the
+// call touches: no flush, so that Trainer.step, which clears the flag of every parameter
+// before its update, does not cut a step left open by backward() (backward.cc).
+bool set_grad_state_of(NDArrayHandle h, bool state) {
+  note_data_access(kGradStateSet);
+  int req = 0;
+  if ((R->pending || launches_unsettled()) &&
+      !(autograd_peek_works() && autograd_role(h, &req) == AutogradRole::kVariable))
+    before_mxnet_call(me(), "MXNDArraySetGradState", {h});
+  return MXNDArraySetGradState(h, state) == 0;
+}
+
 }  // namespace minpy
