@@ -2,7 +2,7 @@
 elements over our helper threads (parallel.h), and the split changes no bit.
 
 * Multi-tensor updates above the threshold: per-weight update ops under jit() (one kernel call
-  per step) against eager MXNet, and each kernel called directly (float16 multi_precision forms
+  per step, segment_ops=0) against eager MXNet, and each kernel called directly (float16 multi_precision forms
   too) against MXNet's op per weight, bit for bit; the kernel ran on several threads exactly
   when the process allows more than one (minpy_jit.kernel_threads()).
 * The gradient sum of a backward() inside our graph (grad_sum.cc) over two threads, against
@@ -60,8 +60,15 @@ def test_update_ops_over_threads_equal_eager(name):
             minpy_jit.flush()  # a step a graph, as in a training loop (nothing to do eagerly)
         return ws + sum(states, [])
 
-    before = parallel_calls()
-    res = run_both(steps, ws, states, grads)
+    # segment_ops=0: a step's per-weight updates gathered into one launch (cpp/src/update_batch.h
+    # otherwise launches every 64K weight elements, below the kernel's two-thread threshold)
+    segment_ops = minpy_jit.config()["segment_ops"]
+    minpy_jit.config(segment_ops=0)
+    try:
+        before = parallel_calls()
+        res = run_both(steps, ws, states, grads)
+    finally:
+        minpy_jit.config(segment_ops=segment_ops)
     assert_same(*res)
     assert res.stats["fused_kernels"] == 3, res.stats  # one kernel call a step
     expect_threads(before)
