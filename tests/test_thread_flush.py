@@ -199,3 +199,56 @@ def test_a_trace_flushed_by_another_thread_runs_under_its_own_numpy_shape_semant
     assert foreign_flushes() > foreign, "the other thread did not flush the owner's trace"
     assert out["owner"][0] is True, out
     assert minpy_jit.stats()["eager_replays"] == replays, "the graph was refused and replayed op by op"
+
+
+def _site_step(a, first, last):
+    """Two ops in one jit() scope (one site for every thread): `first` recorded, then `last`."""
+    with minpy_jit.jit():
+        y = first(a)
+        last(a)
+    return y
+
+
+def test_ops_after_another_thread_sent_the_site_eager_run_after_the_pending_ones():
+    """Thread A has recorded y = a * 2 at a jit() site when thread B's compiles there pass the
+    recompile limit. A's next op then runs eagerly where it is called; before the fix it ran
+    ahead of A's pending y (the C API guard does not flush inside an op call), so y read the
+    incremented a."""
+    old = minpy_jit.config()["recompile_limit"]
+    minpy_jit.config(recompile_limit=1)
+    recorded, eager_now = threading.Event(), threading.Event()
+    out = {}
+
+    def first(a):
+        y = a * 2
+        if threading.current_thread().name == "owner":
+            recorded.set()
+            eager_now.wait(10)
+        return y
+
+    def bump(a):
+        a += 1
+
+    def owner():
+        a = nd.array(np.arange(4, dtype=np.float32))
+        a.wait_to_read()
+        out["y"] = _site_step(a, first, bump)
+        out["a"] = a.asnumpy()
+        out["y"] = out["y"].asnumpy()
+
+    others = [nd.ones((n,)) for n in (5, 6, 7)]  # made now: an eager op would flush A's trace
+    nd.waitall()
+    t = threading.Thread(target=owner, name="owner")
+    try:
+        t.start()
+        assert recorded.wait(10)
+        for b in others:  # new graphs at the same site and flush: past the limit of 1
+            _site_step(b, lambda a: a * 2, lambda a: None)
+        eager_now.set()
+        t.join(30)
+    finally:
+        eager_now.set()
+        minpy_jit.config(recompile_limit=old)
+    a = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(out["y"], a * 2)
+    np.testing.assert_array_equal(out["a"], a + 1)

@@ -469,6 +469,7 @@ struct CallArgs {
 };
 
 py::object record_call(ThreadState& ts, const CallArgs& args);
+py::object fallback(const CallArgs& args, const OpInfo& op, const std::string& why);  // below
 
 // A vector for one recorded call's own bookkeeping whose storage is reused from call to call
 // (the record path made a heap allocation for each of these on every op). Each instance takes
@@ -782,9 +783,9 @@ py::object invoke(py::args args) {
 py::object record_call(ThreadState& ts, const CallArgs& args) {
   if (ts.site && ts.site->eager) {  // counted, so that stats() never looks like a clean run
     OpInfo& op = op_info(reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr())));
-    ++R->stats.fallbacks[op.name];
-    ++R->stats.fallback_reasons[op.name + ": its jit() site passed the recompile limit"];
-    return args.call(R->orig_invoke);
+    // The site may have passed its limit in another thread's compile while this thread's ops
+    // were pending (the guard on MXNet's C API does not flush inside invoke): they run first.
+    return fallback(args, op, "its jit() site passed the recompile limit");
   }
   auto creator = reinterpret_cast<AtomicSymbolCreator>(PyLong_AsVoidPtr(args[0].ptr()));
   OpInfo& op = op_info(creator);
