@@ -122,25 +122,31 @@ bool gather_update(ThreadState& ts, OpInfo& op, PyObject* const* argv) {
   if (!r.ok) return false;
 
   // Joins the batch, or starts the next one: one plan and one CPU context per launch, and each
-  // storage once (a second update of a weight must see the first's result).
+  // storage once (a second update of a weight must see the first's result). What the call adds
+  // is taken from the memo now: pushing the batch may run Python (releasing its calls' arrays),
+  // which could record more updates and reuse the memo's entry.
+  const float lr = r.kernel.lrs[0], wd = r.kernel.wds[0];
   const bool fits = b.empty() || (b.shared_key == r.shared_key && b.update.dev_id == a[0].dev_id &&
                                   std::none_of(chunk, chunk + stride, [&](const void* c) { return b.storage.count(c); }));
-  if (!fits) {
-    push_update_batch(ts, "updates of another kind");
-    if (!ts.trace.empty()) return false;  // the launch was refused and its calls recorded: this one follows them
-  }
-  if (b.empty()) {
-    b.update = r.kernel;
-    b.update.arrays.clear(), b.update.sizes.clear(), b.update.lrs.clear(), b.update.wds.clear();
-    b.update.dev_id = a[0].dev_id;
-    b.shared_key = r.shared_key;
+  if (!fits || b.empty()) {
+    UpdateBatch next;
+    next.update = r.kernel;
+    next.update.arrays.clear(), next.update.sizes.clear(), next.update.lrs.clear(), next.update.wds.clear();
+    next.update.dev_id = a[0].dev_id;
+    next.shared_key = r.shared_key;
+    if (!b.empty()) {
+      push_update_batch(ts, "updates of another kind");
+      if (!ts.trace.empty() || !ts.batch.empty() || R->pending != 0)
+        return false;  // refused and recorded (or more was recorded meanwhile): this call follows them
+    }
+    ts.batch = std::move(next);
   }
   b.update.arrays.insert(b.update.arrays.end(), h, h + stride);
   b.storage.insert(chunk, chunk + stride);
   b.update.sizes.push_back(static_cast<int64_t>(a[0].size()));
   b.elements += static_cast<int64_t>(a[0].size());
-  b.update.lrs.push_back(r.kernel.lrs[0]);
-  b.update.wds.push_back(r.kernel.wds[0]);
+  b.update.lrs.push_back(lr);
+  b.update.wds.push_back(wd);
   py::tuple call(7);
   for (int i = 0; i < 7; ++i) {
     Py_INCREF(argv[i]);
