@@ -682,3 +682,31 @@ def test_failed_autograd_grad_leaves_the_history_a_later_backward_uses(second, i
     eager, jitted = run(False), run(True)
     assert eager[0] == ("raised", "MXNetError")
     assert_same(eager, jitted)
+
+
+def test_a_kernel_check_after_a_failed_op_leaves_its_error_to_the_program(isolated_runtime):
+    """Fuzz seed 12113657. A float16 argsort fails while it runs (MXNet: 'This operation does not
+    support float16'); then a FullyConnected of a new shape, whose graph asks our FC kernel's
+    check (MXNet's FullyConnected on random draws, read back). The failure's error reached the
+    check's arrays through MXNet's shared temp workspace, and the check's read cleared it for
+    every array holding it: argsort's result then read as zeros where eagerly it raises. While
+    errors may be pending, checks wait (kernel_check.h, checks_deferred)."""
+    r = np.random.RandomState(12113657)
+    x0, w0, b0 = r.uniform(-2, 2, (17, 3)), r.uniform(-2, 2, (6, 3)), r.uniform(-2, 2, (6,))
+    w1, b1 = r.uniform(-1, 1, (5, 6)), np.zeros(5)
+
+    def prog(use_jit):
+        x, w, b, v, c = (nd.array(a) for a in (x0, w0, b0, w1, b1))
+        h = nd.array([[0.5, -1.25]], dtype="float16")
+        with jit_or_eager(use_jit):
+            nd.clip(x, -1.0, 1.0)  # a trace before the recorded one
+            with autograd.record():
+                y = nd.FullyConnected(x, w, b, num_hidden=6)
+                order = nd.argsort(h, axis=1)  # fails while it runs
+            z = nd.FullyConnected(y, v, c, num_hidden=5)  # not recorded: our kernel, once checked
+        seen = [_read(order), _read(z)]
+        _drain()
+        return seen
+    want, got = prog(False), prog(True)
+    assert want[0] == "MXNetError" and isinstance(want[1], list)
+    assert got == want

@@ -227,6 +227,7 @@ bool fc_kernel_blocks(AtomicSymbolCreator creator, const std::vector<Attr>& attr
       return it->second.first;
     }
   }
+  if (checks_deferred()) return false;
   // not under the lock: it waits for MXNet
   FcBlocks found;
   if (!backward) found.kc_data = found.kc_weight = kUnchecked;
