@@ -14,7 +14,7 @@ import pytest
 from mxnet import nd
 
 import minpy_jit
-from conftest import arr, rand
+from conftest import arr, jit_or_eager, rand
 
 
 def bits(a):
@@ -156,18 +156,10 @@ def test_mixed_precision_updates():
                 [nd.zeros((6, 4)) for _ in range(4)], w32)
     eager, jitted = make(0), make(0)
     for run, (ws, gs, ms, w32) in ((False, eager), (True, jitted)):
-        with minpy_jit.jit() if run else _nothing():
+        with jit_or_eager(run):
             for w, g, m, master in zip(ws, gs, ms, w32):
                 nd.mp_sgd_mom_update(w, g, m, master, lr=0.1, momentum=0.9, out=w)
     assert_bits(sum(eager, []), sum(jitted, []))
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def test_wrong_shapes_raise_as_without_the_batch():
