@@ -511,7 +511,6 @@ class ScratchVector {
 // runs with its backward as one graph (backward.cc), and a flush runs them all. Recorded ops
 // never mix contexts: an op whose inputs do, or a copy between contexts, runs eagerly.
 
-std::string str_of(PyObject* v);  // below: an attribute value as MXNet's Python wrapper writes it
 
 // The context an op runs on: its first input's, or its `ctx` attribute's (cpu(0) if none).
 void op_context(const Trace& t, PyObject* ndargs, PyObject* keys, PyObject* vals, int* dev_type, int* dev_id) {

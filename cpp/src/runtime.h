@@ -2,6 +2,7 @@
 // traces, caches, counters -- and the functions each part offers the others.
 //   pyarray.cc  Python NDArray objects: handles, liveness, the lazy-array pool
 //   record.cc   the interceptor: one op call -> trace nodes (+ scalar lifting)
+//   update_batch.cc  per-weight optimizer updates gathered at call time, launched as one
 //   flush.cc    a trace -> outputs, cache lookup or compile, execution, release
 //   launch.cc   cached segments handed to MXNet from a background thread, in order
 //   fragment.cc compiled fragments of @minpy_jit.function: guards, capture, replay
