@@ -156,6 +156,195 @@ int forward_of(const JValue& node, int i) {
   return fwd >= 0 && fwd < i ? fwd : -1;
 }
 
+// What planning one node needs: the node, its attributes and operands' shapes, what it reads
+// (an earlier step's result or a launch input), and the shapes of every earlier node's operands
+// (a gradient node's result has its forward's input shape). A kind's planner sets the step's
+// program and run function and the node's result shapes; false: the graph keeps the CachedOp.
+struct NodePlan {
+  const JValue& node;
+  int index;                                   // in the graph's node list
+  const std::string& op;
+  const std::vector<Attr>& attrs;
+  const std::vector<Shape>& in;                // operand shapes
+  const std::vector<std::vector<Shape>>& operand_shapes;  // of every node before this one
+  const std::vector<std::pair<int, int>>& from;  // per operand: (step, k) or (-1, launch input)
+  KernelLaunch& plan;
+  int dev_id;
+  KernelLaunch::Step& st;
+  std::vector<Shape>& out;
+};
+
+bool plan_fused(NodePlan& p) {
+  const Entries& fused = fused_entries();
+  const JValue* nout = str_attr(p.node, "num_outputs");
+  const JValue* shape = str_attr(p.node, "out_shape");
+  if (!nout || !shape || std::atoi(nout->str.c_str()) < 1) return false;
+  p.out.assign(std::atoi(nout->str.c_str()), parse_shape(shape->str));
+  p.st.program = make_program(fused, p.attrs);
+  p.st.run = fused.run;
+  return true;
+}
+
+// [output gradients, forward inputs, forward outputs] -> the forward inputs' gradients
+bool plan_fused_grad(NodePlan& p) {
+  const Entries& grad = fused_grad_entries();
+  const JValue* nin = str_attr(p.node, "num_inputs");
+  const JValue* nout = str_attr(p.node, "num_outputs");
+  const int fwd = forward_of(p.node, p.index);
+  if (!grad.found() || fwd < 0 || !nin || !nout) return false;
+  const size_t n_in = std::atoi(nin->str.c_str()), n_out = std::atoi(nout->str.c_str());
+  if (p.operand_shapes[fwd].size() != n_in || p.in.size() != n_out + n_in + n_out) return false;
+  p.out = p.operand_shapes[fwd];
+  p.st.program = make_program(grad, p.attrs);
+  p.st.run = grad.run;
+  return true;
+}
+
+// Gradients summed (cpp/kernels/grad_sum.cc).
+bool plan_grad_sum(NodePlan& p) {
+  const Entries& lib = grad_sum_entries();
+  if (!lib.found() || p.in.empty()) return false;
+  for (const Shape& s : p.in)
+    if (s != p.in[0]) return false;
+  p.out = {p.in[0]};
+  p.st.program = make_program(lib, p.attrs);
+  p.st.run = lib.run;
+  return true;
+}
+
+// _minpy_fc [X, W, (b)] -> Y; _minpy_fc_grad [dY, X, W, (Y)] -> [dX, dW, (db)]
+bool plan_fc(NodePlan& p) {
+  const bool grad = p.op == "_minpy_fc_grad";
+  const Entries& fc = grad ? fc_grad_entries() : fc_entries();
+  const JValue* hidden = str_attr(p.node, "num_hidden");
+  const JValue* no_bias = str_attr(p.node, "no_bias");
+  const JValue* flatten = str_attr(p.node, "flatten");
+  const int64_t N = hidden ? std::atoll(hidden->str.c_str()) : 0;
+  const size_t x = grad ? 1 : 0;
+  const std::vector<Shape>& in = p.in;
+  if (!fc.found() || N < 1 || in.size() < x + 2 || in[x].size() != 2 || in[x + 1] != Shape{N, in[x][1]} ||
+      (flatten && flatten->str != "True" && flatten->str != "1"))
+    return false;  // 2-D data only: the shapes our GEMMs were checked on
+  const bool bias = !no_bias || (no_bias->str != "True" && no_bias->str != "1");
+  if (grad) {
+    p.out = {in[1], in[2]};
+    if (bias) p.out.push_back({N});
+  } else {
+    p.out = {{in[0][0], N}};
+  }
+  p.st.program = make_program(fc, p.attrs);
+  p.st.run = fc.run;
+  return true;
+}
+
+// Along the first axis only: the inputs' rows in turn.
+bool plan_concat(NodePlan& p) {
+  const JValue* dim = str_attr(p.node, "dim");
+  if (!dim || dim->str != "0" || p.in.empty() || p.in[0].empty()) return false;
+  Shape joined = p.in[0];
+  for (size_t j = 1; j < p.in.size(); ++j) {
+    if (p.in[j].size() != joined.size()) return false;
+    joined[0] += p.in[j][0];
+  }
+  p.out = {joined};
+  p.st.program = std::make_shared<int64_t>(static_cast<int64_t>(p.st.in_elems.size()));
+  p.st.run = concat_rows;
+  return true;
+}
+
+// An update writing its weights and states in place: those must be launch inputs, marked written.
+bool plan_update(NodePlan& p) {
+  const Entries& lib = update_entries();
+  if (!lib.found()) return false;
+  const CStrings c(p.attrs);
+  p.st.program = owned(lib, reinterpret_cast<NamedCreate>(lib.create)(p.op.c_str(), c.size(), c.keys.data(),
+                                                                       c.vals.data()));
+  p.st.run = lib.run;
+  const JValue* nw = str_attr(p.node, "num_weights");
+  const JValue* hyper = str_attr(p.node, "hyper_inputs");
+  const int weights = nw ? std::atoi(nw->str.c_str()) : 0;
+  const size_t arrays = p.from.size() - (hyper && hyper->str == "1" ? weights : 0);  // then (lr, wd, rescale)s
+  if (weights < 1 || arrays > p.from.size() || arrays % weights) return false;
+  const size_t stride = arrays / weights;
+  for (size_t j = 0; j < arrays; ++j) {
+    if (j % stride == 1) continue;  // the gradient: read; the weight and its states: written
+    if (p.from[j].first >= 0) return false;  // written in place: a graph input
+    p.plan.input_written[p.from[j].second] = 1;
+  }
+  p.out = {{1}};  // the placeholder head (graph.cc): not written
+  return true;
+}
+
+// One of MXNet's small operators, by the kernel library's stand-in, if it agrees with MXNet's
+// operator on these shapes and attributes (launch_check.h).
+bool plan_step_op(NodePlan& p) {
+  const Entries& lib = step_op_entries();
+  if (!lib.found() || p.in.empty()) return false;
+  Shape shape = p.in[0];
+  if (p.op.compare(0, 10, "_backward_") == 0) {  // its result: the gradient of its forward's input
+    const int fwd = forward_of(p.node, p.index);
+    if (fwd < 0 || p.operand_shapes[fwd].empty()) return false;
+    shape = p.operand_shapes[fwd][0];
+  }
+  if (shape.size() > 8) return false;
+  const CStrings c(p.attrs);
+  int out_ndim = 0;
+  int64_t out_dims[8];
+  p.st.program = owned(lib, reinterpret_cast<StepOpCreate>(lib.create)(
+                                p.op.c_str(), c.size(), c.keys.data(), c.vals.data(),
+                                static_cast<int>(shape.size()), shape.data(), &out_ndim, out_dims));
+  if (!p.st.program) return false;
+  p.st.run = lib.run;
+  p.out = {Shape(out_dims, out_dims + out_ndim)};
+  return step_op_agrees(p.op, p.attrs, p.in, p.out[0], p.st.program.get(), lib.run, p.dev_id);
+}
+
+bool plan_node(NodePlan& p) {
+  if (p.op == "_minpy_fused_elemwise") return plan_fused(p);
+  if (p.op == "_backward__minpy_fused_elemwise") return plan_fused_grad(p);
+  if (p.op == "elemwise_sum") return plan_grad_sum(p);
+  if (p.op == "_minpy_fc" || p.op == "_minpy_fc_grad") return plan_fc(p);
+  if (p.op == "Concat") return plan_concat(p);
+  if (p.op.compare(0, 12, "_minpy_multi") == 0) return plan_update(p);
+  return plan_step_op(p);
+}
+
+// Heads: results written into the launch's output arrays, each result at most one head.
+bool place_heads(const JValue& heads, const std::vector<int>& step_of, const std::vector<int64_t>& head_elems,
+                 KernelLaunch* plan) {
+  const int num_nodes = static_cast<int>(step_of.size());
+  for (size_t h = 0; h < heads.arr.size(); ++h) {
+    const JValue& e = heads.arr[h];
+    if (e.kind != JValue::kArr || e.arr.size() < 2) return false;
+    const int node = e.arr[0].as_int(), k = e.arr[1].as_int();
+    if (node < 0 || node >= num_nodes || step_of[node] < 0) return false;  // a graph input returned as is
+    auto& outs = plan->steps[step_of[node]].outputs;
+    if (k < 0 || k >= static_cast<int>(outs.size()) || outs[k].kind != KernelSlot::kNone) return false;
+    if (plan->steps[step_of[node]].out_elems[k] != head_elems[h]) return false;
+    outs[k] = KernelSlot{KernelSlot::kHead, static_cast<int>(h)};
+  }
+  return true;
+}
+
+// Where each operand is read from: an input, a head, or a buffer of the launch for a result no
+// head holds.
+void place_operands(const std::vector<std::vector<std::pair<int, int>>>& operands, KernelLaunch* plan) {
+  for (size_t s = 0; s < plan->steps.size(); ++s)
+    for (const auto& f : operands[s]) {
+      if (f.first < 0) {
+        plan->steps[s].inputs.push_back(KernelSlot{KernelSlot::kInput, f.second});
+        continue;
+      }
+      KernelLaunch::Step& from = plan->steps[f.first];
+      KernelSlot& made = from.outputs[f.second];
+      if (made.kind == KernelSlot::kNone) {
+        made = KernelSlot{KernelSlot::kTemp, static_cast<int>(plan->temp_elems.size())};
+        plan->temp_elems.push_back(from.out_elems[f.second]);
+      }
+      plan->steps[s].inputs.push_back(made);
+    }
+}
+
 }  // namespace
 
 std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, const std::vector<int>& input_values,
@@ -163,8 +352,7 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
                                                        const std::vector<int64_t>& head_elems, bool all_cpu_float32,
                                                        int dev_id) {
   if (!all_cpu_float32 || !kernel_jobs_work() || input_shapes.size() != input_values.size()) return nullptr;
-  const Entries& fused = fused_entries();
-  if (!fused.found()) return nullptr;
+  if (!fused_entries().found()) return nullptr;
   JValue g;
   try {
     g = parse_json(json);
@@ -223,144 +411,18 @@ std::shared_ptr<const KernelLaunch> plan_kernel_launch(const std::string& json, 
       }
       from.push_back({-1, index});
     }
-    const std::vector<Shape>& in = operand_shapes[i];
-    std::vector<Shape>& out = result_shapes[i];
     std::vector<Attr> attrs;
     if (!node_attrs(node, &attrs)) return nullptr;
-    if (op->str == "_minpy_fused_elemwise") {
-      const JValue* nout = str_attr(node, "num_outputs");
-      const JValue* shape = str_attr(node, "out_shape");
-      if (!nout || !shape || std::atoi(nout->str.c_str()) < 1) return nullptr;
-      out.assign(std::atoi(nout->str.c_str()), parse_shape(shape->str));
-      st.program = make_program(fused, attrs);
-      st.run = fused.run;
-    } else if (op->str == "_backward__minpy_fused_elemwise") {
-      // [output gradients, forward inputs, forward outputs] -> the forward inputs' gradients
-      const Entries& grad = fused_grad_entries();
-      const JValue* nin = str_attr(node, "num_inputs");
-      const JValue* nout = str_attr(node, "num_outputs");
-      const int fwd = forward_of(node, i);
-      if (!grad.found() || fwd < 0 || !nin || !nout) return nullptr;
-      const size_t n_in = std::atoi(nin->str.c_str()), n_out = std::atoi(nout->str.c_str());
-      if (operand_shapes[fwd].size() != n_in || in.size() != n_out + n_in + n_out) return nullptr;
-      out = operand_shapes[fwd];
-      st.program = make_program(grad, attrs);
-      st.run = grad.run;
-    } else if (op->str == "elemwise_sum") {  // gradients summed (cpp/kernels/grad_sum.cc)
-      const Entries& lib = grad_sum_entries();
-      if (!lib.found() || in.empty()) return nullptr;
-      for (const Shape& s : in)
-        if (s != in[0]) return nullptr;
-      out = {in[0]};
-      st.program = make_program(lib, attrs);
-      st.run = lib.run;
-    } else if (op->str == "_minpy_fc" || op->str == "_minpy_fc_grad") {
-      // _minpy_fc [X, W, (b)] -> Y; _minpy_fc_grad [dY, X, W, (Y)] -> [dX, dW, (db)]
-      const bool grad = op->str == "_minpy_fc_grad";
-      const Entries& fc = grad ? fc_grad_entries() : fc_entries();
-      const JValue* hidden = str_attr(node, "num_hidden");
-      const JValue* no_bias = str_attr(node, "no_bias");
-      const JValue* flatten = str_attr(node, "flatten");
-      const int64_t N = hidden ? std::atoll(hidden->str.c_str()) : 0;
-      const size_t x = grad ? 1 : 0;
-      if (!fc.found() || N < 1 || in.size() < x + 2 || in[x].size() != 2 || in[x + 1] != Shape{N, in[x][1]} ||
-          (flatten && flatten->str != "True" && flatten->str != "1"))
-        return nullptr;  // 2-D data only: the shapes our GEMMs were checked on
-      const bool bias = !no_bias || (no_bias->str != "True" && no_bias->str != "1");
-      if (grad) {
-        out = {in[1], in[2]};
-        if (bias) out.push_back({N});
-      } else {
-        out = {{in[0][0], N}};
-      }
-      st.program = make_program(fc, attrs);
-      st.run = fc.run;
-    } else if (op->str == "Concat") {  // along the first axis only: the inputs' rows in turn
-      const JValue* dim = str_attr(node, "dim");
-      if (!dim || dim->str != "0" || in.empty() || in[0].empty()) return nullptr;
-      Shape joined = in[0];
-      for (size_t j = 1; j < in.size(); ++j) {
-        if (in[j].size() != joined.size()) return nullptr;
-        joined[0] += in[j][0];
-      }
-      out = {joined};
-      st.program = std::make_shared<int64_t>(static_cast<int64_t>(st.in_elems.size()));
-      st.run = concat_rows;
-    } else if (op->str.compare(0, 12, "_minpy_multi") == 0) {  // an update writing weights in place
-      const Entries& lib = update_entries();
-      if (!lib.found()) return nullptr;
-      const CStrings c(attrs);
-      st.program = owned(lib, reinterpret_cast<NamedCreate>(lib.create)(op->str.c_str(), c.size(), c.keys.data(),
-                                                                          c.vals.data()));
-      st.run = lib.run;
-      const JValue* nw = str_attr(node, "num_weights");
-      const JValue* hyper = str_attr(node, "hyper_inputs");
-      const int weights = nw ? std::atoi(nw->str.c_str()) : 0;
-      const size_t arrays = from.size() - (hyper && hyper->str == "1" ? weights : 0);  // then (lr, wd, rescale)s
-      if (weights < 1 || arrays > from.size() || arrays % weights) return nullptr;
-      const size_t stride = arrays / weights;
-      for (size_t j = 0; j < arrays; ++j) {
-        if (j % stride == 1) continue;  // the gradient: read; the weight and its states: written
-        if (from[j].first >= 0) return nullptr;  // written in place: a graph input
-        plan->input_written[from[j].second] = 1;
-      }
-      out = {{1}};  // the placeholder head (graph.cc): not written
-    } else {  // one of MXNet's small operators, by the kernel library's stand-in if it agrees
-      const Entries& lib = step_op_entries();
-      if (!lib.found() || in.empty()) return nullptr;
-      Shape shape = in[0];
-      if (op->str.compare(0, 10, "_backward_") == 0) {  // its result: the gradient of its forward's input
-        const int fwd = forward_of(node, i);
-        if (fwd < 0 || operand_shapes[fwd].empty()) return nullptr;
-        shape = operand_shapes[fwd][0];
-      }
-      if (shape.size() > 8) return nullptr;
-      const CStrings c(attrs);
-      int out_ndim = 0;
-      int64_t out_dims[8];
-      st.program = owned(lib, reinterpret_cast<StepOpCreate>(lib.create)(
-                                  op->str.c_str(), c.size(), c.keys.data(), c.vals.data(),
-                                  static_cast<int>(shape.size()), shape.data(), &out_ndim, out_dims));
-      if (!st.program) return nullptr;
-      st.run = lib.run;
-      out = {Shape(out_dims, out_dims + out_ndim)};
-      if (!step_op_agrees(op->str, attrs, in, out[0], st.program.get(), lib.run, dev_id)) return nullptr;
-    }
-    if (!st.program) return nullptr;
-    for (const Shape& o : out) st.out_elems.push_back(elems_of(o));
+    NodePlan p{node, i, op->str, attrs, operand_shapes[i], operand_shapes, from, *plan, dev_id, st, result_shapes[i]};
+    if (!plan_node(p) || !st.program) return nullptr;
+    for (const Shape& o : result_shapes[i]) st.out_elems.push_back(elems_of(o));
     st.outputs.assign(st.out_elems.size(), KernelSlot{});
     step_of[i] = static_cast<int>(plan->steps.size());
     plan->steps.push_back(std::move(st));
     operands.push_back(std::move(from));
   }
-  if (plan->steps.empty()) return nullptr;
-  // Heads: results written into the launch's output arrays, each result at most one head.
-  for (size_t h = 0; h < heads->arr.size(); ++h) {
-    const JValue& e = heads->arr[h];
-    if (e.kind != JValue::kArr || e.arr.size() < 2) return nullptr;
-    const int node = e.arr[0].as_int(), k = e.arr[1].as_int();
-    if (node < 0 || node >= num_nodes || step_of[node] < 0) return nullptr;  // a graph input returned as is
-    auto& outs = plan->steps[step_of[node]].outputs;
-    if (k < 0 || k >= static_cast<int>(outs.size()) || outs[k].kind != KernelSlot::kNone) return nullptr;
-    if (plan->steps[step_of[node]].out_elems[k] != head_elems[h]) return nullptr;
-    outs[k] = KernelSlot{KernelSlot::kHead, static_cast<int>(h)};
-  }
-  // Where each operand is read from: an input, a head, or a buffer of the launch for a result no
-  // head holds.
-  for (size_t s = 0; s < plan->steps.size(); ++s)
-    for (const auto& f : operands[s]) {
-      if (f.first < 0) {
-        plan->steps[s].inputs.push_back(KernelSlot{KernelSlot::kInput, f.second});
-        continue;
-      }
-      KernelLaunch::Step& from = plan->steps[f.first];
-      KernelSlot& made = from.outputs[f.second];
-      if (made.kind == KernelSlot::kNone) {
-        made = KernelSlot{KernelSlot::kTemp, static_cast<int>(plan->temp_elems.size())};
-        plan->temp_elems.push_back(from.out_elems[f.second]);
-      }
-      plan->steps[s].inputs.push_back(made);
-    }
+  if (plan->steps.empty() || !place_heads(*heads, step_of, head_elems, plan.get())) return nullptr;
+  place_operands(operands, plan.get());
   return plan;
 }
 
