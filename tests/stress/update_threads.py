@@ -1,6 +1,7 @@
 """Threads mixing per-weight optimizer updates with other ops at one jit() site, against eager.
 
     PYTHONPATH=. .venv/bin/python tests/stress/update_threads.py --threads 6 --steps 300
+    PYTHONPATH=. .venv/bin/python tests/stress/update_threads.py --recompile-limit 1000000000   # keeps recording
 
 Each thread owns a dozen (weight, gradient, momentum) triples of random shapes and an eager twin
 of them. Per step it runs a random program twice, eagerly on the twin and inside `with
@@ -81,7 +82,11 @@ def main():
     ap.add_argument("--threads", type=int, default=6)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--check", type=int, default=50)
+    ap.add_argument("--recompile-limit", type=int, default=None,
+                    help="the site's limit (default 8: the site soon runs eagerly; 1000000000 keeps it recording)")
     args = ap.parse_args()
+    if args.recompile_limit is not None:
+        minpy_jit.config(recompile_limit=args.recompile_limit)
     errors = []
     threads = [threading.Thread(target=worker, args=(t, args, errors)) for t in range(args.threads)]
     for t in threads:
