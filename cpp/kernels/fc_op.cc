@@ -79,8 +79,6 @@ float* floats(const MXTensor& t, int64_t size, const char* what) {
   return static_cast<float*>(t.data_ptr);
 }
 
-// Inputs [dY, X, W, ..., Y], outputs [dX, dW, (dB)]: _backward__minpy_fc and _minpy_fc_grad
-// alike (the forward's output Y last; read with act=relu only).
 // The gradients (a null one not computed) from dY, through relu from the forward's output Y with
 // act=relu: the op's backward, and a direct launch's (minpy_fc_grad_program_run).
 void backward(const Plan& p, const float* dY, const float* X, const float* W, const float* Y, float* dX, float* dW,
@@ -95,6 +93,8 @@ void backward(const Plan& p, const float* dY, const float* X, const float* W, co
   gemm::fc_backward(dY, X, W, dX, dW, dB, M, K, N, p.kc_data, p.kc_weight);
 }
 
+// Inputs [dY, X, W, ..., Y], outputs [dX, dW, (dB)]: _backward__minpy_fc and _minpy_fc_grad
+// alike (the forward's output Y last; read with act=relu only).
 MXReturnValue gradients(const Plan& p, std::vector<MXTensor>* inputs, std::vector<MXTensor>* outputs) {
   try {
     const MXTensor& x = (*inputs)[1];

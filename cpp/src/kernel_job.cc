@@ -17,6 +17,7 @@
 #include <mxnet/ndarray.h>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "kernel_launch.h"
 #include "mxapi.h"
@@ -232,8 +233,9 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
   // Engine variables: each input chunk once (kernels may read one array twice), outputs apart;
   // an input written in place is written, in storage no other array of the launch has.
   std::vector<NDArrayHandle> reads, writes(outs);
-  std::vector<const void*> seen, sorted_chunks(in_chunks);  // a step's update writes hundreds of weights
+  std::vector<const void*> sorted_chunks(in_chunks);  // a step's update writes hundreds of weights
   std::sort(sorted_chunks.begin(), sorted_chunks.end());
+  std::unordered_set<const void*> seen;  // chunks already read
   for (size_t i = 0; i < k->input_pos.size(); ++i) {
     const void* c = in_chunks[i];
     if (k->input_written[i]) {
@@ -242,9 +244,7 @@ bool launch_kernel(const std::shared_ptr<const KernelLaunch>& k, const std::vect
       writes.push_back(ins[k->input_pos[i]]);
       continue;
     }
-    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
-    seen.push_back(c);
-    reads.push_back(ins[k->input_pos[i]]);
+    if (seen.insert(c).second) reads.push_back(ins[k->input_pos[i]]);
   }
   static const mxnet::FnProperty run_at_once = mxnet::FnProperty::kAsync;  // on this thread when nothing is pending
   const struct {

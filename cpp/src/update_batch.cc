@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "failures.h"
 #include "launch.h"
 #include "mxapi.h"
 #include "runtime.h"
@@ -31,27 +30,36 @@ struct Reading {
   uint64_t shared_key = 0;  // kernel and shared attributes: calls with equal keys share a launch
 };
 
-// MXNet's own attribute parser on the call's attributes (what the eager call runs first): an
-// unknown key or a value it cannot read must reach the recording path, which raises its error.
-bool parser_accepts(const OpInfo& op, const std::vector<Attr>& attrs) {
-  std::vector<const char*> keys, vals;
-  for (const Attr& a : attrs) keys.push_back(a.key.c_str()), vals.push_back(a.val.c_str());
-  SymbolHandle sym = nullptr;
-  if (MXSymbolCreateAtomicSymbol(op.creator, static_cast<uint32_t>(keys.size()), keys.data(), vals.data(), &sym) != 0)
+// The first call with a set of attributes is asked of the recording path's own signature cache
+// (infer.h: MXNet's attribute parser and shape and type inference, as the eager call runs them):
+// an unknown key, a value MXNet cannot read or an op that may fail while it runs is left to the
+// recording path, which raises or handles it there. `ins`: the call's arrays. May release the
+// GIL, so it runs before the memo's entry is touched.
+bool recordable(const OpInfo& op, const std::vector<Attr>& attrs, const AVal* ins, int n) {
+  std::vector<const AVal*> avals;
+  for (int j = 0; j < n; ++j) avals.push_back(&ins[j]);
+  try {
+    const OpSignature& sig = R->sigs.lookup(op, attrs, hash_attrs(attrs), avals, false);
+    return sig.recordable && !sig.fails_while_running;
+  } catch (const OpInputError&) {
     return false;
-  MXSymbolFree(sym);
-  return true;
+  }
 }
 
-const Reading& reading_of(const OpInfo& op, const UpdateOp& u, std::vector<Attr>&& attrs) {
+const Reading& reading_of(const OpInfo& op, const UpdateOp& u, std::vector<Attr>&& attrs, const AVal* ins,
+                          int n) {
   static Reading memo[16];  // the GIL is held: no other thread is in here
   const uint64_t key = mix64(hash_attrs(attrs) ^ op.hash);
+  {
+    Reading& r = memo[key & 15];
+    if (r.op == &op && r.attrs == attrs) return r;
+  }
+  const bool ok = recordable(op, attrs, ins, n);
   Reading& r = memo[key & 15];
-  if (r.op == &op && r.attrs == attrs) return r;
   r = Reading();
   r.op = &op;
   r.attrs = std::move(attrs);
-  r.ok = parser_accepts(op, r.attrs) && direct_update_of(u, r.attrs, 1, &r.kernel);
+  r.ok = ok && direct_update_of(u, r.attrs, 1, &r.kernel);
   if (r.ok) {
     std::string shared = r.kernel.kernel;
     for (const auto& a : r.kernel.attrs) shared.append("|").append(a.first).append("=").append(a.second);
@@ -108,8 +116,8 @@ bool gather_update(ThreadState& ts, OpInfo& op, PyObject* const* argv) {
       if (chunk[i] == chunk[j]) return false;  // one storage twice: MXNet's op reads what it wrote
   }
   if (!update_arrays_fit_in_place(u, a, stride) || !same_array(handle_of(out), h[0])) return false;
-  std::vector<NDArrayHandle> handles(h, h + stride);
-  if (any_suspect(handles)) return false;
+  // (An array a failed op may have reached is refused when the batch is pushed: its calls are
+  // then recorded, and the trace runs as failures.h has it.)
 
   std::vector<Attr> attrs;
   attrs.reserve(static_cast<size_t>(PyList_GET_SIZE(keys)));
@@ -118,7 +126,7 @@ bool gather_update(ThreadState& ts, OpInfo& op, PyObject* const* argv) {
     if (!PyUnicode_Check(k)) return false;
     attrs.push_back({str_of(k), str_of(PyList_GET_ITEM(vals, i))});
   }
-  const Reading& r = reading_of(op, u, std::move(attrs));
+  const Reading& r = reading_of(op, u, std::move(attrs), a, stride);
   if (!r.ok) return false;
 
   // Joins the batch, or starts the next one: one plan and one CPU context per launch, and each

@@ -16,12 +16,13 @@
 // A call joins only where its outcome is known (gather_update): an update op our kernel runs,
 // given out= its own weight; every array a dense array of the weight's shape, of the dtype the
 // kernel wants, on the weight's CPU context, each in a storage of its own (a second update of an
-// array already in the batch pushes the batch first), none suspect of a failed op (failures.h);
-// attributes MXNet's parser accepts (asked once per set of attributes); autograd not recording,
+// array already in the batch pushes the batch first); attributes and arrays the recording path's
+// signature cache accepts (asked once per set of attributes); autograd not recording,
 // classic shape semantics, no fragment being captured, nothing recorded on any thread. Any
 // other call takes the recording path, which raises MXNet's errors where eager code would.
-// If the launch is refused when the batch is pushed (an array not allocated yet), the calls are
-// recorded as if they had never been gathered, and run with the trace.
+// If the launch is refused when the batch is pushed (an array not allocated yet, or a suspect of a
+// failed op, failures.h), the calls are recorded as if they had never been gathered, and run with
+// the trace.
 #pragma once
 #include <pybind11/pybind11.h>
 

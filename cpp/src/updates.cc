@@ -189,13 +189,20 @@ int update_stride(const UpdateOp& u) { return u.stride; }
 
 bool update_per_weight(const UpdateOp& u) { return !u.multi && !u.ours; }
 
+namespace {
+
+// The dtype our kernel wants for array j of a weight: float16 weight and gradient in the
+// mixed-precision forms, float32 otherwise.
+int wanted_dtype(const UpdateOp& u, size_t j) { return (u.mp && j < 2) ? 2 : 0; }
+
+}  // namespace
+
 bool update_arrays_fit_in_place(const UpdateOp& u, const AVal* arrays, int n) {
   if (n != u.stride) return false;
   const AVal& w = arrays[0];
   for (int j = 0; j < n; ++j) {
     const AVal& a = arrays[j];
-    const int want = (u.mp && j < 2) ? 2 : 0;  // float16 weight and gradient, float32 otherwise
-    if (a.dtype != want || a.dev_type != 1 || a.dev_id != w.dev_id || a.ndim != w.ndim ||
+    if (a.dtype != wanted_dtype(u, j) || a.dev_type != 1 || a.dev_id != w.dev_id || a.ndim != w.ndim ||
         !std::equal(a.dims, a.dims + a.ndim, w.dims))
       return false;
   }
@@ -209,8 +216,7 @@ bool update_kernel_fits(const UpdateOp& u, const Trace& t, const std::vector<int
     const AVal& w = t.values[in[k]].aval;
     for (int j = 0; j < u.stride; ++j) {
       const AVal& a = t.values[in[k + j]].aval;
-      const int want = (u.mp && j < 2) ? 2 : 0;  // float16 weight and gradient, float32 otherwise
-      if (a.dtype != want || a.dev_type != 1 || a.size() != w.size()) return false;
+      if (a.dtype != wanted_dtype(u, j) || a.dev_type != 1 || a.size() != w.size()) return false;
     }
   }
   return true;
@@ -222,8 +228,7 @@ bool update_arrays_in_cpu_memory_fit(const UpdateOp& u, const std::vector<const 
   for (size_t k = 0; k < arrays.size(); k += stride)
     for (size_t j = 0; j < stride; ++j) {
       const AVal& a = *arrays[k + j];
-      const int want = (u.mp && j < 2) ? 2 : 0;  // float16 weight and gradient, float32 otherwise
-      if (!in_cpu_memory(a.dev_type) || a.dtype != want || a.size() != arrays[k]->size()) return false;
+      if (!in_cpu_memory(a.dev_type) || a.dtype != wanted_dtype(u, j) || a.size() != arrays[k]->size()) return false;
     }
   return true;
 }
