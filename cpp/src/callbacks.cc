@@ -167,9 +167,14 @@ void watch_cached_op_gradients(PyObject* const* argv, Py_ssize_t nargs) {
 PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) {
   PyObject* fn = PyTuple_GET_ITEM(self, 0);
   ThreadState& ts = me();
-  try {
-    if (capture_open())  // a @function fragment being captured touches array data: no replay
+  const bool is_backward = PyTuple_GET_ITEM(self, 2) == Py_True;
+  auto note_capture = [&] {  // a @function fragment being captured touches array data: no replay
+    if (capture_open())
       note_data_access(py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1)).cast<std::string>().c_str());
+  };
+  try {
+    // backward() touches none when it joins the capture's graph (backward.cc); else noted below
+    if (!is_backward) note_capture();
     if (ts.flushing) wait_for_foreign_flush(ts);  // this call must see that flush's results
     raise_foreign_flush_error(ts);
     if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(self, 1), "hybridized block") == 0)
@@ -177,7 +182,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
     if (R->pending || launches_unsettled()) {
       std::string cause = py::reinterpret_borrow<py::str>(PyTuple_GET_ITEM(self, 1));
       bool eager = false;
-      if (PyTuple_GET_ITEM(self, 2) == Py_True && nargs > 6) {
+      if (is_backward && nargs > 6) {
         // MXAutogradBackwardEx's create_graph (argument 6): CachedOp has no higher-order
         // gradients, so pending ops are replayed eagerly, each on the autograd tape.
         py::object flag = py::reinterpret_borrow<py::object>(argv[6]);
@@ -191,7 +196,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
         ThreadState& ts;
         ~Heads() { ts.backward_heads.clear(); }
       } heads{ts};
-      if (PyTuple_GET_ITEM(self, 2) == Py_True && !in_callback(ts) && !ts.busy) {
+      if (is_backward && !in_callback(ts) && !ts.busy) {
         if (!eager && backward_in_our_graph(ts, argv, nargs))
           return PyLong_FromLong(0);  // the C API's success: the gradients are in their buffers
         ++R->stats.backward_by_mxnet;
@@ -215,6 +220,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
         if (eager || !read || !read_keeps_recorded_trace(ts, cause)) flush_all(cause, eager);
       }
     }
+    if (is_backward) note_capture();  // MXNet's own backward runs
   } catch (...) {
     set_python_error_from_current();
     return nullptr;
@@ -222,7 +228,7 @@ PyObject* guarded_call(PyObject* self, PyObject* const* argv, Py_ssize_t nargs) 
   ++ts.in_mxnet;
   PyObject* result = PyObject_Vectorcall(fn, argv, static_cast<size_t>(nargs), nullptr);
   --ts.in_mxnet;
-  if (PyTuple_GET_ITEM(self, 2) == Py_True) {
+  if (is_backward) {
     try {
       probe_gradients_after_backward();  // failures.h: a gradient may have failed to compute
     } catch (...) {

@@ -66,14 +66,20 @@ struct Walk {
   PyObject* fail_value = nullptr;       // its value (borrowed; valid until release)
   bool fail_alias = false;
   int fail_grad_req = -1;               // a leaf whose grad_req changed ('add' or not)
+  int fail_autograd = -1;               // a leaf autograd knows otherwise than at capture
+  int fail_grad_buffer = -1;            // a gradient target whose buffer changed
+  std::vector<NDArrayHandle> grads;     // per gradient target (Variant::grads): its buffer now
   void reset(const Variant& v) {
     objs.assign(v.num_leaves, nullptr);
     handles.assign(v.num_leaves, nullptr);
     kept.assign(v.num_kept, nullptr);
+    grads.assign(v.grads.size(), nullptr);
     fail_node = -1;
     fail_value = nullptr;
     fail_alias = false;
     fail_grad_req = -1;
+    fail_autograd = -1;
+    fail_grad_buffer = -1;
   }
   void release() {
     for (PyObject* o : refs) Py_DECREF(o);
@@ -182,7 +188,7 @@ bool walk_node(const Variant& v, size_t& i, PyObject* val, Walk& w, bool record 
     case GuardNode::kFreshGrad: {  // a precondition of the call: at the end of a capture it is cleared
       int fresh = 0;
       NDArrayHandle h = is_ndarray(val) ? handle_of(val) : nullptr;
-      ok = record || (h && MXNDArrayGetGradState(h, &fresh) == 0 && fresh == 1);
+      ok = record || n.set_inside || (h && MXNDArrayGetGradState(h, &fresh) == 0 && fresh == 1);
       break;
     }
   }
@@ -279,6 +285,46 @@ bool aliasing_holds(const Variant& v, Walk& w) {
   return true;
 }
 
+// What autograd knows of an array, as backward_in_graph decides by it: 0 nothing; 1-3 a
+// variable with that grad_req (write, inplace, add); 4 in MXNet's graph without being a
+// variable; 5 recorded history.
+signed char autograd_code(NDArrayHandle h) {
+  int req = 0;
+  switch (autograd_role(h, &req)) {
+    case AutogradRole::kVariable:
+      return static_cast<signed char>(req);
+    case AutogradRole::kNone:
+      return in_autograd_graph(h) ? 4 : 0;
+    default:
+      return 5;
+  }
+}
+
+// A variant holding backward(): what it computes, and where the gradients go, depend on what
+// autograd knows of the arrays its recorded ops read (which are variables, which constants)
+// and on each variable's gradient buffer -- the same as at capture, found again here
+// (Walk::grads) without a C API call.
+bool backward_holds(const Variant& v, Walk& w) {
+  for (size_t i = 0; i < v.leaf_role.size(); ++i)
+    if (v.leaf_role[i] >= 0 && autograd_code(w.handles[i]) != v.leaf_role[i]) {
+      w.fail_autograd = static_cast<int>(i);
+      return false;
+    }
+  for (size_t k = 0; k < v.grads.size(); ++k) {
+    const GradTarget& g = v.grads[k];
+    NDArrayHandle b = grad_buffer_of(w.handles[g.variable]);
+    AVal a;
+    bool ok = b && peek_aval(b, &a) && a == g.aval;
+    for (int leaf : g.aliases) ok = ok && chunk_of(w.handles[leaf]) == chunk_of(b);
+    if (!ok) {
+      w.fail_grad_buffer = static_cast<int>(k);
+      return false;
+    }
+    w.grads[k] = b;
+  }
+  return true;
+}
+
 bool check_variant(const Variant& v, PyObject* const* args, Py_ssize_t nargs, Walk& w) {
   w.reset(v);
   size_t i = 0;
@@ -296,7 +342,7 @@ bool check_variant(const Variant& v, PyObject* const* args, Py_ssize_t nargs, Wa
       w.fail_grad_req = static_cast<int>(leaf);
       return false;
     }
-  return true;
+  return v.grads.empty() || backward_holds(v, w);
 }
 
 std::string repr_of(PyObject* o) {
@@ -324,6 +370,16 @@ std::string describe_failure(const Variant& v, const Walk& w) {
         return n.what + (v.adds_gradient[w.fail_grad_req] ? " grad_req 'add' -> another" : " grad_req -> 'add'") +
                (n.where.empty() ? "" : ", " + n.where);
     return "an array's grad_req changed ('add' or not)";
+  }
+  if (w.fail_autograd >= 0 || w.fail_grad_buffer >= 0) {
+    const int leaf = w.fail_autograd >= 0 ? w.fail_autograd : v.grads[w.fail_grad_buffer].variable;
+    for (const GuardNode& n : v.guards)
+      if (n.kind == GuardNode::kArray && n.leaf == leaf)
+        return n.what + (w.fail_autograd >= 0 ? " is known to autograd otherwise than when compiled (attach_grad, "
+                                                "grad_req, or recorded history)"
+                                              : " has another gradient buffer than when compiled") +
+               (n.where.empty() ? "" : ", " + n.where);
+    return "an array read by backward() changed its autograd role";
   }
   if (w.fail_node < 0) return "guards failed";
   const GuardNode& n = v.guards[w.fail_node];
@@ -496,7 +552,7 @@ std::string key_str(const Key128& k) {
 // backward with zero arrays: NaN where eager's gradient is 0).
 void ensure_executor(FragmentState& F, Variant& v) {
   if (v.exe || v.eager_only || v.outputs.empty()) return;
-  const bool per_op = v.recording;
+  const bool per_op = v.trace.runs_recorded();
   Key128 key = v.key;
   if (per_op) key.add(0x1D11AEDULL);  // as flush.cc keys such a graph
   key.add(0xA10EULL);  // lowered for a replay (Trace::launched_alone), not as jit()'s graph of it
@@ -515,8 +571,8 @@ void ensure_executor(FragmentState& F, Variant& v) {
     exe->site = F.name;
     exe->steps = steps_of(v.trace);
     for (const auto& o : v.outputs) exe->outputs.emplace_back(o.value, o.target_ext);
-    exe->recording = v.recording;
-    exe->training = v.training;
+    exe->recording = v.trace.recording;
+    exe->training = v.trace.training;
     std::string title = "graph " + key_str(v.key) + "  (" + std::to_string(exe->num_nodes) + " nodes, " +
                         std::to_string(g.input_values.size()) + " inputs, " + std::to_string(specs.size()) +
                         " outputs)  fragment " + F.name;
@@ -540,7 +596,7 @@ void ensure_executor(FragmentState& F, Variant& v) {
 std::shared_ptr<void> stable_inputs_op(Variant& v, const Executor& exe, const Walk& w,
                                        const std::vector<NDArrayHandle>& ins, const std::vector<NDArrayHandle>& outs) {
   Variant::StableInputs& s = v.stable_inputs;
-  if (v.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op) ||
+  if (v.trace.recording || !exe.placeholders.empty() || !exe.layout_inputs.empty() || (s.decided && !s.op) ||
       (exe.kernel_launch && R->cfg.direct_kernels))
     return nullptr;
   auto hold = [&](size_t i) {  // the Python array behind input i (constants and the stand-in: none)
@@ -627,6 +683,8 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
     NDArrayHandle h = nullptr;
     if (o.leaf >= 0) {
       h = w.handles[o.leaf];
+    } else if (o.grad >= 0) {
+      h = w.grads[o.grad];
     } else if (o.leaf == -2) {
       h = v.scratch[scratch++];
     } else {
@@ -640,7 +698,7 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   for (int p : exe.layout_inputs) arrays.ours_write.push_back(ins[p]);
   outs.insert(outs.end(), exe.placeholders.begin(), exe.placeholders.end());
   {
-    AutogradState state(v.recording, v.training);
+    AutogradState state(v.trace.runs_recorded(), v.trace.training);
     const std::shared_ptr<void> op = stable_inputs_op(v, exe, w, ins, outs);  // null: the executor's
     if (invoke_cached_op(exe, arrays, op.get()) != 0) return nullptr;  // the statements run in Python and fail there
   }
@@ -650,6 +708,13 @@ PyObject* replay_direct(FragmentState& F, Variant& v, Walk& w) {
   R->stats.per_op_autograd += exe.per_op_autograd;
   R->stats.fused_kernels += exe.fused_kernels;
   R->stats.fused_ops += exe.fused_ops;
+  // As MXNet's backward does, the gradients it wrote are marked fresh (before the effects: a
+  // Trainer.step after it in the statements clears them again).
+  for (const GradTarget& g : v.grads)
+    if (MXNDArraySetGradState(w.handles[g.variable], 1) != 0) {
+      set_python_error(mxnet_failure());
+      return nullptr;
+    }
   PyObject* out = finish_result(v, fresh, w);
   return out;  // `fresh` references dropped: the result holds them
 }
@@ -669,8 +734,8 @@ NDArrayHandle copy_constant(NDArrayHandle src, const AVal& a) {
 // node's result independent of the training flag where the flags differ (the optimizer update
 // after `with autograd.record():` of W3's step runs in predict mode, its forward in train mode).
 bool follows_backward(const Trace& t, const Variant& v) {
-  if (t.backward < 0 || v.recording || t.np_shape != v.np_shape) return false;
-  if (t.training == v.training) return true;
+  if (t.backward < 0 || v.trace.recording || t.np_shape != v.np_shape) return false;
+  if (t.training == v.trace.training) return true;
   return std::all_of(v.trace.nodes.begin(), v.trace.nodes.end(),
                      [](const Node& n) { return n.op->mode_independent; });
 }
@@ -681,17 +746,17 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
   // Other contexts' open traces (record.cc) run first: a fragment's arrays are looked up in
   // the current trace only.
   if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
+  const Trace& ft = v.trace;
   if (!t.empty() && !follows_backward(t, v) &&
-      (t.backward >= 0 || t.recording != v.recording || t.training != v.training || t.np_shape != v.np_shape))
+      (t.backward >= 0 || t.recording != ft.recording || t.training != ft.training || t.np_shape != v.np_shape))
     flush_thread(ts, "autograd state changed", user_site());
-  if (t.empty()) t.start(v.recording, v.training, v.np_shape);
+  if (t.empty()) t.start(ft.recording, ft.training, v.np_shape);
   std::vector<PyObject*> fresh(v.num_new, nullptr);
   {
     struct Busy {
       int& b;
       ~Busy() { --b; }
     } busy{++ts.busy};
-    const Trace& ft = v.trace;
     std::vector<int> map(ft.values.size(), -1);
     for (size_t i = 0; i < ft.values.size(); ++i) {
       const Value& val = ft.values[i];
@@ -816,7 +881,10 @@ PyObject* fragment_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
       }
       if (ts.depth > 0 && ts.site && ts.site->eager) return call_python(*F, Pending::kPlain, args, nargs);
       PyObject* out = nullptr;
-      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && !ts.has_pending());
+      // A variant holding backward() runs alone, after whatever is pending: its gradients are
+      // written by its own launch, never by a trace it joins (backward.cc keeps that for jit()).
+      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && !ts.has_pending()) ||
+                          v->trace.backward >= 0;
       if (!direct) {
         out = replay_append(ts, *v, w);
         ++F->appended;
@@ -933,6 +1001,60 @@ struct Refused : std::runtime_error {
 
 std::string aval_text(const AVal& a) { return a.shape_str() + " " + dtype_name(a.dtype); }
 
+// An output of a capture: a trace value of the variant and where a replay puts it (FragmentOutput).
+struct CapturedOutput {
+  int value, leaf, target_ext;
+  bool np;
+  int grad = -1;
+};
+
+// A captured backward() (node `bw` of the capture's trace; its inputs are the heads, the given
+// head gradients, then the variables, backward.cc): one output per variable, written into the
+// buffer autograd keeps for it (a GradTarget, found again on every call), and what autograd knew
+// of each leaf the recorded ops read (Variant::leaf_role). `grad_handles`: the trace's handles
+// on those buffers, which hold the gradients.
+void add_grad_targets(const Trace& t, size_t n0, int bw, const std::vector<int>& vmap, const Walk& w, Variant& v,
+                      std::vector<CapturedOutput>* outputs, std::unordered_set<NDArrayHandle>* grad_handles) {
+  auto leaf_of_value = [&](int value) {
+    const int fv = vmap[value];
+    return fv >= 0 && fv < static_cast<int>(v.ext_leaf.size()) ? v.ext_leaf[fv] : -1;
+  };
+  v.leaf_role.assign(v.num_leaves, -1);
+  for (int k = static_cast<int>(n0); k < bw; ++k)
+    for (int x : t.nodes[k].in) {
+      const int leaf = t.values[x].node < static_cast<int>(n0) ? leaf_of_value(x) : -1;
+      if (leaf >= 0) v.leaf_role[leaf] = autograd_code(w.handles[leaf]);
+    }
+  const Node& n = t.nodes[bw];
+  const size_t first_x = n.in.size() - n.out.size();
+  for (size_t j = 0; j < n.out.size(); ++j) {
+    GradTarget g;
+    g.variable = leaf_of_value(n.in[first_x + j]);
+    if (g.variable < 0) throw Refused("backward() differentiates an array that no input reaches");
+    NDArrayHandle var = w.handles[g.variable];
+    NDArrayHandle buf = grad_buffer_of(var);
+    auto held = buf ? t.grad_buffers.find(chunk_of(buf)) : t.grad_buffers.end();
+    auto slot = held != t.grad_buffers.end() ? t.slots.find(held->second) : t.slots.end();
+    if (slot == t.slots.end() || !peek_aval(buf, &g.aval) || autograd_code(var) != v.leaf_role[g.variable])
+      throw Refused("internal: a gradient of backward() is not where autograd keeps it");
+    if (slot->second.value != n.out[j]) throw Refused("it writes into a gradient after backward() wrote it");
+    g.req = v.leaf_role[g.variable];
+    grad_handles->insert(held->second);
+    for (int i = 0; i < v.num_leaves; ++i)
+      if (chunk_of(w.handles[i]) == chunk_of(buf)) g.aliases.push_back(i);
+    outputs->push_back({vmap[n.out[j]], -3, -1, false, static_cast<int>(v.grads.size())});
+    v.grads.push_back(std::move(g));
+  }
+  // Trainer.step's check that each gradient is new (a guard on the call) is met by backward().
+  for (size_t i = 1; i < v.guards.size(); ++i) {
+    GuardNode& fresh = v.guards[i];
+    const GuardNode& arr = v.guards[i - 1];  // its array: the guard before it (capture.py)
+    if (fresh.kind != GuardNode::kFreshGrad || arr.kind != GuardNode::kArray || arr.leaf < 0) continue;
+    for (const GradTarget& g : v.grads)
+      if (v.same_as[arr.leaf] == v.same_as[g.variable]) fresh.set_inside = true;
+  }
+}
+
 // Builds a variant from what the capture recorded; throws Refused with the reason.
 std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tuple args, py::list guard_spec,
                                        py::list result_arrays, py::list result_spec, py::list effects, bool bare) {
@@ -951,8 +1073,15 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
     if (t.nodes[i].op->can_fail)
       throw Refused(t.nodes[i].op->name + " can fail while it runs (its errors must reach only what they reach eagerly)",
                     R->sources.str(t.nodes[i].loc));
-  if (t.nodes.size() > c.n0 && (t.recording != c.rec || t.training != c.train))
+  // The statements may set the autograd state themselves (`with autograd.record():`): then the
+  // trace they recorded began with them (a change flushes what came before, refused above), and
+  // its state is the graph's; the state at the call stays the variant's guard.
+  const bool recorded_here = t.nodes.size() > c.n0;
+  if (recorded_here && c.n0 > 0 && (t.recording != c.rec || t.training != c.train))
     throw Refused("the autograd state changed inside it");
+  const int bw = t.backward;  // a backward() the statements ran inside the graph (backward.cc)
+  if (bw >= 0 && (bw < static_cast<int>(c.n0) || !autograd_peek_works()))
+    throw Refused("it runs backward() on ops recorded before it");
 
   auto v = std::make_shared<Variant>();
   v->recording = c.rec;
@@ -987,7 +1116,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
   std::unordered_set<NDArrayHandle> owned(t.owned.begin(), t.owned.end());
 
   Trace& ft = v->trace;
-  ft.start(c.rec, c.train, c.np);
+  ft.start(recorded_here ? t.recording : c.rec, recorded_here ? t.training : c.train, c.np);
   ft.launched_alone = true;
   std::vector<int> vmap(t.values.size(), -1);
   std::vector<int> ext_of_leaf(L, -1);
@@ -1059,6 +1188,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
     int first = ft.add_node(n.op, std::move(attrs), h, in, outs, mutated, n.loc);
     v->attr_hash.push_back(h);
     for (size_t j = 0; j < n.out.size(); ++j) vmap[n.out[j]] = first + static_cast<int>(j);
+    if (static_cast<int>(k) == bw) ft.backward = static_cast<int>(ft.nodes.size()) - 1;
   }
   v->ext_leaf.resize(ft.values.size(), -1);
   v->constants.resize(ft.values.size(), nullptr);
@@ -1072,11 +1202,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
   };
 
   // In-place writes: leaves whose array now holds a value the fragment produced.
-  struct Out {
-    int value, leaf, target_ext;
-    bool np;
-  };
-  std::vector<Out> outputs;
+  std::vector<CapturedOutput> outputs;
   for (int i = 0; i < L; ++i) {
     if (v->same_as[i] != i) continue;
     auto it = t.slots.find(w.handles[i]);
@@ -1087,9 +1213,12 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
     outputs.push_back({vmap[it->second.value], i, ext_of_leaf[i], false});
     v->written[i] = 1;
   }
+  // The gradients backward() wrote: into each variable's buffer, found again on every call.
+  std::unordered_set<NDArrayHandle> grad_handles;
+  if (bw >= 0) add_grad_targets(t, c.n0, bw, vmap, w, *v, &outputs, &grad_handles);
   // Anything else written that existed before: a write the replay would not make.
   for (const auto& kv : t.slots) {
-    if (leaf_of.count(kv.first)) continue;
+    if (leaf_of.count(kv.first) || grad_handles.count(kv.first)) continue;
     auto st = c.start.find(kv.first);
     if (st == c.start.end()) {
       if (kv.second.ours || kv.second.value == kv.second.ext_value) continue;  // new, or only read
@@ -1113,7 +1242,7 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
       throw Refused("it returns an array that is neither an input nor computed by it");
     int fv = vmap[it->second.value];
     bool np = Py_TYPE(obj) != reinterpret_cast<PyTypeObject*>(R->ndarray_cls.ptr());
-    if (std::none_of(outputs.begin(), outputs.end(), [&](const Out& o) { return o.value == fv && o.leaf == -1; }))
+    if (std::none_of(outputs.begin(), outputs.end(), [&](const CapturedOutput& o) { return o.value == fv && o.leaf == -1; }))
       outputs.push_back({fv, -1, -1, np});
     result_array.push_back({'V', fv});
   }
@@ -1121,15 +1250,15 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
   for (const Node& n : ft.nodes) {
     if ((!n.op->effectful && n.mutated.empty()) || n.out.empty()) continue;
     if (std::any_of(n.out.begin(), n.out.end(), [&](int val) {
-          return std::any_of(outputs.begin(), outputs.end(), [&](const Out& o) { return o.value == val; });
+          return std::any_of(outputs.begin(), outputs.end(), [&](const CapturedOutput& o) { return o.value == val; });
         }))
       continue;
     outputs.push_back({n.out[0], -2, -1, false});
   }
-  std::sort(outputs.begin(), outputs.end(), [](const Out& a, const Out& b) { return a.value < b.value; });
+  std::sort(outputs.begin(), outputs.end(), [](const CapturedOutput& a, const CapturedOutput& b) { return a.value < b.value; });
   v->new_output_of_value.assign(ft.values.size(), -1);
-  for (const Out& o : outputs) {
-    v->outputs.push_back({o.value, o.leaf, o.target_ext, o.np});
+  for (const CapturedOutput& o : outputs) {
+    v->outputs.push_back({o.value, o.leaf, o.target_ext, o.np, o.grad});
     if (o.leaf == -1) v->new_output_of_value[o.value] = v->num_new++;
     if (o.leaf == -2) v->scratch.push_back(new_lazy_array(ft.values[o.value].aval));
   }

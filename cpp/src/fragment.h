@@ -68,6 +68,7 @@ struct GuardNode {
   int keep = -1;                 // >= 0: the value is kept for the result (slot number)
   std::string what;              // for messages: "global `scale`"
   std::string where;             // ... and where the fragment reads it: "model.py:12"
+  bool set_inside = false;       // kFreshGrad: the fragment's own backward() sets the flag first
 };
 
 // How one element of a replayed result is made.
@@ -96,6 +97,16 @@ struct FragmentOutput {
   int leaf = -1;          // >= 0: written into this leaf array in place; -1: a new array
   int target_ext = -1;    // the trace's external value of that leaf, -1 if never read
   bool np = false;        // a new array of the numpy front end (mx.np.ndarray)
+  int grad = -1;          // >= 0 (leaf -3): written into the gradient buffer of Variant::grads[grad]
+};
+
+// A gradient buffer the fragment's own backward() writes (a training step captured whole:
+// `with autograd.record():`, `loss.backward()`, `trainer.step()` in one fragment).
+struct GradTarget {
+  int variable = -1;         // the leaf whose gradient it is
+  int req = 0;               // its grad_req at capture (MXNet's OpReqType: 1 write, 2 inplace)
+  AVal aval;                 // the buffer's
+  std::vector<int> aliases;  // leaves that were handles of the same buffer at capture (param._grad)
 };
 
 struct Variant {
@@ -107,8 +118,16 @@ struct Variant {
   // (Value::adds_gradient, -1: not read while recording). The compiled choice depends on it
   // (graph.cc's _gradcopy, fuse.cc's clip rule), as jit()'s trace key does: a guard.
   std::vector<signed char> adds_gradient;
+  // The autograd state at the call (a guard). The graph's own state is trace.recording /
+  // trace.training: the same, unless the statements open `with autograd.record():` themselves.
   bool recording = false, training = false, np_shape = false;
   Trace trace;                    // the recorded nodes, renumbered; externals are leaves/constants
+  // With a backward node (trace.backward >= 0): the buffers it writes, and per leaf what autograd
+  // knew of it when the recorded ops read it (-1: not read by them; 0: nothing, MXNet's graph
+  // does not hold it; 1 or 2: a variable with that grad_req), which decided what backward()
+  // computes: a guard.
+  std::vector<GradTarget> grads;
+  std::vector<signed char> leaf_role;
   std::vector<uint64_t> attr_hash;  // per node (for appending without rehashing)
   std::vector<int> ext_leaf;      // per value: the leaf feeding an external, -1 otherwise
   std::vector<NDArrayHandle> constants;  // per value: an owned constant array (lifted scalars), else null

@@ -100,6 +100,10 @@ bool autograd_peek_works();
 //   or an array with recorded history; trusted only when autograd_peek_works().
 enum class AutogradRole { kNone, kVariable, kHistory };
 AutogradRole autograd_role(NDArrayHandle h, int* grad_req);
+//   grad_buffer_of: a variable's gradient buffer, the NDArray autograd itself keeps (its AGInfo's
+//   out_grads[0]; valid while the variable stays marked), or null; trusted only when
+//   autograd_peek_works(). No C API call: a replay reads it on every call.
+NDArrayHandle grad_buffer_of(NDArrayHandle h);
 // autograd_role where the roles can be read, else kHistory (the cautious answer).
 inline AutogradRole autograd_role_or_history(NDArrayHandle h, int* grad_req) {
   return autograd_peek_works() ? autograd_role(h, grad_req) : AutogradRole::kHistory;

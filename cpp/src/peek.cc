@@ -315,6 +315,15 @@ AutogradRole autograd_role(NDArrayHandle h, int* grad_req) {
   return info->outputs.size() == 1 && info->out_grads.size() == 1 ? AutogradRole::kVariable : AutogradRole::kHistory;
 }
 
+NDArrayHandle grad_buffer_of(NDArrayHandle h) {
+  const nnvm::Node* node = autograd_node(h);
+  const long offset = info_offset();
+  if (!node || offset < 0 || !node->is_variable() || info_of(node, offset).empty()) return nullptr;
+  const auto* info = aginfo_of(node, offset);
+  if (!info || info->outputs.size() != 1 || info->out_grads.size() != 1) return nullptr;
+  return const_cast<mxnet::NDArray*>(&info->out_grads[0]);
+}
+
 bool autograd_peek_works() {
   static const bool works = [] {
     if (info_offset() < 0) return false;
@@ -329,6 +338,7 @@ bool autograd_peek_works() {
     int got = -1;
     ok = ok && autograd_role(a, &got) == AutogradRole::kVariable && got == 1 &&
          autograd_role(other, &got) == AutogradRole::kNone;
+    ok = ok && grad_buffer_of(a) && chunk_of(grad_buffer_of(a)) == chunk_of(grad) && !grad_buffer_of(other);
     for (NDArrayHandle h : {a, grad, other}) MXNDArrayFree(h);
     return ok;
   }();

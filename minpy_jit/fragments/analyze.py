@@ -3,11 +3,14 @@
 A *fragment* is a maximal run of statements of one block (the function body, or
 the body of an `if`, `while`, `with`, ...) that may be compiled: assignments,
 augmented assignments, expression statements, `assert`, `pass`, `return`, and
-`for` loops whose body is all of these (unrolled when the fragment is captured).
+`for` loops whose body is all of these (unrolled when the fragment is captured),
+`with autograd.record():` (or `pause`, `train_mode`, `predict_mode`) around such
+statements, and `.backward()` calls (a training step can be one fragment: its
+gradients are computed inside the graph, backward.cc).
 Everything else is a *boundary* and stays Python: `if`/`while` (control flow),
-`with`, `try`, `raise`, `del`, `global`, imports, nested `def`/`class`,
+other `with` statements, `try`, `raise`, `del`, `global`, imports, nested `def`/`class`,
 statements that assign attributes, call `print`/`exec`/..., read array data
-(`.asnumpy()`, `.asscalar()`, `backward()`...) or change a Python container
+(`.asnumpy()`, `.asscalar()`...) or change a Python container
 (`.append()`...), calls of Python functions whose effects are unknown (resolved
 from the function's globals at decoration), and statements listed in `breaks`
 (graph breaks found when a capture was refused, see fragment.py).
@@ -42,7 +45,7 @@ DATA_METHODS = {
     "asnumpy": "reads array data (.asnumpy())", "asscalar": "reads array data (.asscalar())",
     "item": "reads array data (.item())", "tolist": "reads array data (.tolist())",
     "wait_to_read": "waits for array data", "wait_to_write": "waits for array data",
-    "backward": "runs backward()", "attach_grad": "attaches a gradient buffer",
+    "attach_grad": "attaches a gradient buffer",
     "__bool__": "reads array data", "__float__": "reads array data", "__int__": "reads array data",
 }
 # Methods that change a Python container in place.
@@ -51,6 +54,11 @@ MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "upd
 # autograd functions that change or use its state (calls outside `with`)
 AUTOGRAD_EFFECTS = {"set_recording", "set_training", "mark_variables", "backward", "grad", "record", "pause",
                     "train_mode", "predict_mode"}
+# autograd's scopes: `with` one of them may join a fragment (they only set autograd's state,
+# which the recorder sees and the graph keeps; the state at the call is a guard)
+AUTOGRAD_SCOPES = {"record", "pause", "train_mode", "predict_mode"}
+# ... and `.backward()`: a boundary only if the capture finds it cannot run inside the graph
+FLUSHING_METHODS = set(DATA_METHODS) | {"backward"}
 
 SIMPLE_STATEMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Return, ast.Assert)
 
@@ -94,8 +102,9 @@ class Boundary:
 
     def __init__(self, stmt, reason):
         # an expression statement reading array data or running backward: it flushes
-        self.flushes = isinstance(stmt, ast.Expr) and reason.startswith("calls .") and any(
-            reason.startswith("calls .%s()" % m) for m in DATA_METHODS)
+        value = getattr(stmt, "value", None)
+        self.flushes = isinstance(stmt, ast.Expr) and isinstance(value, ast.Call) and isinstance(
+            value.func, ast.Attribute) and value.func.attr in FLUSHING_METHODS
         self.stmt = stmt
         self.line = stmt.lineno
         self.last_line = getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno
@@ -470,8 +479,40 @@ def _call_boundary(plan, call):
     return None
 
 
+def _with_boundary(plan, stmt):
+    """Why a `with` statement stays Python, or None when it may join a fragment whole: every
+    item is a call of one of autograd's scopes (resolved now, guarded at capture) bound to no
+    name, and every statement of its body may join a fragment."""
+    generic = "with: a context manager runs Python on entry and exit"
+    for item in stmt.items:
+        call = item.context_expr
+        if item.optional_vars is not None or not isinstance(call, ast.Call):
+            return generic
+        chain = _attribute_root(call.func)
+        try:
+            obj = _resolve(plan, *chain) if chain else None
+        except (LookupError, AttributeError):
+            obj = None
+        if getattr(obj, "__module__", "") != "mxnet.autograd" or getattr(obj, "__name__", "") not in AUTOGRAD_SCOPES:
+            return generic
+        for arg in call.args + [k.value for k in call.keywords]:
+            for sub in ast.walk(arg):
+                why = _call_boundary(plan, sub) if isinstance(sub, ast.Call) else None
+                if why:
+                    return why
+    for sub in stmt.body:
+        if isinstance(sub, ast.Return):
+            return "with: its body returns"
+        why = _static_boundary(plan, sub)
+        if why:
+            return "with: its body %s (line %d); the block stays Python" % (why, sub.lineno)
+    return None
+
+
 def _static_boundary(plan, stmt):
     """Why a statement must stay Python, or None if it may join a fragment."""
+    if isinstance(stmt, ast.With):
+        return _with_boundary(plan, stmt)
     if not isinstance(stmt, SIMPLE_STATEMENTS + (ast.For,)):
         return {
             ast.If: "if: control flow stays Python", ast.While: "while: control flow stays Python",

@@ -59,9 +59,9 @@ PURE_MODULES = {"math", "cmath", "_operator", "operator"}
 REFUSED_MXNET = {"save", "load", "load_frombuffer", "waitall", "foreach", "while_loop", "cond", "from_numpy",
                  "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write", "imdecode", "Custom"}
 PURE_MXNET_ELSEWHERE = {("mxnet.context", n) for n in ("cpu", "gpu", "cpu_pinned", "current_context", "num_gpus")} | {
-    ("mxnet.autograd", n) for n in ("is_recording", "is_training")}
+    ("mxnet.autograd", n) for n in ("is_recording", "is_training", "record", "pause", "train_mode", "predict_mode")}
 # NDArray methods refused (they reach Python state or the autograd tape outside an op)
-REFUSED_ARRAY_METHODS = {"attach_grad", "backward", "detach", "asnumpy", "asscalar", "item", "tolist",
+REFUSED_ARRAY_METHODS = {"attach_grad", "detach", "asnumpy", "asscalar", "item", "tolist",
                          "wait_to_read", "wait_to_write", "copyto_host", "_fresh_grad", "__setstate__",
                          "as_np_ndarray", "as_nd_ndarray", "tostype", "to_dlpack_for_read",
                          "to_dlpack_for_write"}
@@ -166,6 +166,7 @@ class Capture:
         self.nkeep = 0
         self.blocks = {}         # id(block) -> (node, block, snapshot of every block below it)
         self.effects = {}        # (id(node), attr) -> [node, attr, delta]
+        self.stepped = False     # a Trainer.step ran (a backward() after it is refused)
         self.roots = [self.node("root", i, value, name, fragment.describe_input(name), where=fragment.input_where(name))
                       for i, (name, value) in enumerate(zip(fragment.inputs, args))]
 
@@ -388,6 +389,7 @@ class Capture:
             return trainer.step(*args, **kwargs)
         fresh = self.add_trainer_guards(n, trainer)
         self.blocks[id(trainer)] = (n, trainer)
+        self.stepped = True
         before = _trainer_snapshot(trainer)
         _core.fragment_capture_allow_grad_state(True)
         try:
@@ -734,6 +736,9 @@ def method(obj, name, *args, **kwargs):
     if is_array(obj):
         if name in REFUSED_ARRAY_METHODS:
             cap.refuse("calls .%s() on an array" % name)
+        elif name == "backward" and cap.stepped:
+            # a replay marks backward()'s gradients fresh before the step's effects clear them
+            cap.refuse("calls .backward() after Trainer.step()")
         return getattr(obj, name)(*args, **kwargs)
     if isinstance(obj, types.ModuleType):
         return call(ga(obj, name), *args, **kwargs)
