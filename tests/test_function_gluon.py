@@ -152,9 +152,10 @@ def test_training_step_with_backward_and_trainer():
 
 @pytest.mark.parametrize("sgd", [dict(learning_rate=0.1), dict(learning_rate=0.1, momentum=0.9, wd=0.01)])
 def test_training_step_runs_as_one_graph_as_under_jit(sgd):
-    """The replayed Trainer.step joins the graph backward() left open (Config::whole_step), as
-    the update does when the step runs under jit(): forward, backward and update are one graph
-    per step, not two; weights, loss, gradients and optimizer state equal eager's bit for bit."""
+    """The whole step -- `with autograd.record():`, backward(), Trainer.step -- is one fragment:
+    once captured, a call is one graph launch with no jit() scope (jit() runs it as one graph
+    too, flushed at its scope's exit); weights, loss, gradients, fresh-gradient flags and
+    optimizer state equal eager's bit for bit."""
     def whole_step(net, trainer, x, y):  # train_step's body, at a site (recompile counts) of its own
         with autograd.record():
             loss = loss_fn(net(x), y).mean()
@@ -179,7 +180,9 @@ def test_training_step_runs_as_one_graph_as_under_jit(sgd):
         st = minpy_jit.stats()
         losses["eager"] = run("eager")
         if step >= 2:  # captured and compiled: the function's step is one launch, as jit()'s
-            assert st["executions"] == 2 and st["flushes"] == {"scope exit": 2}, (st, fstep.messages)
+            assert st["executions"] == 2 and st["flushes"] == {"scope exit": 1}, (st, fstep.messages)
+            info = fstep.fragments[0].info()
+            assert len(fstep.fragments) == 1 and info["direct"] == step - 1, (info, fstep.messages)
         for m in ("function", "jit"):
             assert_same(losses["eager"], losses[m])
             for pe, pm in zip(nets["eager"][0].collect_params().values(), nets[m][0].collect_params().values()):

@@ -45,12 +45,10 @@ def step(net, trainer, x, y):
     return loss
 
 
-step_fn = minpy_jit.function(step)
-
-
 def train(mode, optimizer, params, weights, x, y, steps=5):
     net = mlp(weights)
     trainer = gluon.Trainer(net.collect_params(), optimizer, dict(params))
+    step_fn = minpy_jit.function(step) if mode == "function" else None  # planned anew for each run
     losses = []
     for _ in range(steps):
         if mode == "jit":
@@ -83,7 +81,11 @@ def test_gluon_step_is_one_launch_and_matches_eager(mode, optimizer, params, dir
     got = train(mode, optimizer, params, weights, x, y)
     assert_same(want, got)
     if direct:
-        assert direct_launches() - before >= 4  # every step after the first (which compiles)
+        # jit(): every step after the first (which compiles). @function: every step once the
+        # function settled -- the whole step is one fragment, and an optimizer a replay cannot
+        # model (Adam's counts) splits trainer.step off, the rest captured again: the last two
+        # of the five steps at least
+        assert direct_launches() - before >= (4 if mode == "jit" or optimizer in ("sgd", "nag") else 2)
     assert minpy_jit.stats()["fallbacks"] == {}
 
 

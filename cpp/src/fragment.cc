@@ -747,6 +747,8 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
   // the current trace only.
   if (!ts.parked.empty()) flush_thread(ts, "context switch", user_site());
   const Trace& ft = v.trace;
+  if (!t.empty() && ft.backward >= 0)  // its backward() differentiates its own ops only
+    flush_thread(ts, "a fragment's backward()", user_site());
   if (!t.empty() && !follows_backward(t, v) &&
       (t.backward >= 0 || t.recording != ft.recording || t.training != ft.training || t.np_shape != v.np_shape))
     flush_thread(ts, "autograd state changed", user_site());
@@ -798,13 +800,20 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
       std::vector<Attr> attrs = n.attrs;
       int first = t.add_node(n.op, std::move(attrs), v.attr_hash[k], in, outs, mutated, n.loc);
       for (size_t j = 0; j < n.out.size(); ++j) map[n.out[j]] = first + static_cast<int>(j);
+      if (static_cast<int>(k) == ft.backward) t.backward = static_cast<int>(t.nodes.size()) - 1;
       t.note_user_op(n.op->hash);
       ++R->pending;
     }
     for (const FragmentOutput& o : v.outputs) {
       if (o.leaf == -2) continue;  // effectful node: the flush keeps it
       const int value = map[o.value];
-      if (o.leaf >= 0) {
+      if (o.grad >= 0) {  // as backward_in_graph leaves its trace open: the update may join it
+        NDArrayHandle g = nullptr;
+        MX_CALL(MXNDArrayGetGrad(w.handles[v.grads[o.grad].variable], &g));
+        t.owned.push_back(g);
+        t.bind(g, value, false, nullptr);
+        t.grad_buffers[chunk_of(g)] = g;
+      } else if (o.leaf >= 0) {
         NDArrayHandle h = t.canonical(w.handles[o.leaf]);  // as record.cc's write_into
         const Value& val = t.values[value];
         Node& producer = t.nodes[val.node];  // eager replay writes where eager MXNet writes
@@ -826,8 +835,11 @@ PyObject* replay_append(ThreadState& ts, Variant& v, Walk& w) {
       }
     }
   }
+  for (const GradTarget& g : v.grads) MX_CALL(MXNDArraySetGradState(w.handles[g.variable], 1));  // as backward()
   PyObject* out = finish_result(v, fresh, w);  // borrowed `fresh`: the slots own them
-  if (out) {
+  if (out && ft.backward >= 0 && !R->cfg.whole_step) {
+    flush_thread(ts, "backward", user_site());
+  } else if (out) {
     if (t.nodes.size() >= R->cfg.max_ops) {
       flush_thread(ts, "op count cap", user_site());
     } else if (segment_due(ts)) {
@@ -881,10 +893,7 @@ PyObject* fragment_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
       }
       if (ts.depth > 0 && ts.site && ts.site->eager) return call_python(*F, Pending::kPlain, args, nargs);
       PyObject* out = nullptr;
-      // A variant holding backward() runs alone, after whatever is pending: its gradients are
-      // written by its own launch, never by a trace it joins (backward.cc keeps that for jit()).
-      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && !ts.has_pending()) ||
-                          v->trace.backward >= 0;
+      const bool direct = ts.depth == 0 || (F->direct_in_own_scope && ts.depth == 1 && !ts.has_pending());
       if (!direct) {
         out = replay_append(ts, *v, w);
         ++F->appended;
@@ -1080,8 +1089,8 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
   if (recorded_here && c.n0 > 0 && (t.recording != c.rec || t.training != c.train))
     throw Refused("the autograd state changed inside it");
   const int bw = t.backward;  // a backward() the statements ran inside the graph (backward.cc)
-  if (bw >= 0 && (bw < static_cast<int>(c.n0) || !autograd_peek_works()))
-    throw Refused("it runs backward() on ops recorded before it");
+  // ... and a backward() inside them differentiates only ops they recorded themselves.
+  if (bw >= 0 && (c.n0 > 0 || !autograd_peek_works())) throw Refused("it runs backward() on ops recorded before it");
 
   auto v = std::make_shared<Variant>();
   v->recording = c.rec;
@@ -1436,10 +1445,13 @@ void register_fragment_api(py::module_& m) {
     return py::make_tuple(pending_action == Pending::kCapture ? "capture" : "plain", F->last_miss);
   }, "Why the fragment called back into Python: ('capture' | 'plain', the guard that failed).");
 
-  m.def("fragment_capture_begin", [](py::handle cap, bool strict) {
+  m.def("fragment_capture_begin", [](py::handle cap, bool strict, bool own_segment) {
     FragmentState* F = state_of(cap);
     ThreadState& ts = me();
     if (ts.depth == 0) throw std::runtime_error("fragment capture outside a jit() scope");
+    // Statements that set the autograd state or run backward() record a segment of their own
+    // (build_variant): what is pending runs first.
+    if (own_segment && (!ts.trace.empty() || !ts.batch.empty())) flush_thread(ts, "a fragment's own autograd segment", user_site());
     // A trace left open by backward() (backward.cc) runs first: a fragment's ops are captured
     // under one autograd state, from a trace that holds no backward node.
     if (ts.trace.backward >= 0) flush_thread(ts, "backward", user_site());
@@ -1459,7 +1471,7 @@ void register_fragment_api(py::module_& m) {
     captures.push_back(std::move(c));
     F->capturing = true;
     ++ts.capturing;
-  }, py::arg("cap"), py::arg("strict") = false);
+  }, py::arg("cap"), py::arg("strict") = false, py::arg("own_segment") = false);
 
   m.def("fragment_capture_end", [](py::handle cap, py::tuple args, py::list guard_spec, py::list result_arrays,
                                    py::list result_spec, py::list effects, bool bare) -> py::object {

@@ -78,6 +78,10 @@ class FragmentSpec:
         self.flush_follows = False  # the function ends, or a statement that flushes comes next
         self.first_line = stmts[0].lineno
         self.last_line = max(getattr(s, "end_lineno", s.lineno) or s.lineno for s in stmts)
+        # opens an autograd scope or runs backward(): its ops make an autograd segment of their
+        # own, so a capture starts from an empty trace (what is pending runs first)
+        self.sets_autograd = any(isinstance(n, ast.With) or (isinstance(n, ast.Call) and isinstance(
+            n.func, ast.Attribute) and n.func.attr == "backward") for s in stmts for n in ast.walk(s))
 
     def clear_dataflow(self):
         """What _finish_fragment computes (it runs again until the plan's carried reads settle)."""

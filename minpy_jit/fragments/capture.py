@@ -540,6 +540,12 @@ def _trainer_unsupported(trainer, args, kwargs):
         return "a Trainer subclass"
     if kwargs.get("ignore_stale_grad", args[1] if len(args) > 1 else False):
         return "ignore_stale_grad=True"
+    # the reasons that hold for good first: they split the statement off at once (fragment.py)
+    opt = trainer._optimizer
+    if type(opt) not in TRAINER_OPTIMIZERS:
+        return "its optimizer %s reads its update counts" % type(opt).__name__
+    if opt.lr_scheduler is not None:
+        return "its learning rate follows a scheduler"
     if not trainer._kv_initialized or trainer._params_to_init:
         return "the trainer is initialised on its first step"
     if trainer._kvstore is not None or trainer._update_on_kvstore:
@@ -548,11 +554,6 @@ def _trainer_unsupported(trainer, args, kwargs):
         return "it has an AMP loss scaler"
     if len(trainer._updaters) != 1 or type(trainer._updaters[0]) is not Updater:
         return "it updates on several contexts"
-    opt = trainer._optimizer
-    if type(opt) not in TRAINER_OPTIMIZERS:
-        return "its optimizer %s reads its update counts" % type(opt).__name__
-    if opt.lr_scheduler is not None:
-        return "its learning rate follows a scheduler"
     if trainer._contains_sparse_weight or trainer._contains_sparse_grad:
         return "it has sparse parameters"
     return None

@@ -123,7 +123,7 @@ class Fragment:
         return self._unpack(result)
 
     def _capture_run(self, cap, args):
-        _core.fragment_capture_begin(self.handle, cap.strict)
+        _core.fragment_capture_begin(self.handle, cap.strict, self.spec.sets_autograd)
         prev = _capture.enter(cap)
         try:
             return self.capture_body(*args)

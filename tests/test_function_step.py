@@ -1,0 +1,231 @@
+"""A training step as one @minpy_jit.function fragment.
+
+`with autograd.record():`, `loss.backward()` and `trainer.step()` (or a hand-written update)
+are captured together; a replay is one graph launch computing the forward, the gradients
+(inside the graph, backward.cc) and the update, writing each gradient into the buffer autograd
+keeps for its variable, found again at every call (a guard, with what autograd knows of every
+array the recorded ops read). Every test compares with the undecorated function run eagerly,
+bit for bit: values, gradients, fresh-gradient flags, optimizer state.
+"""
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon, nd
+from mxnet.gluon import nn
+
+import minpy_jit
+from minpy_jit import _core, intercept
+
+from conftest import arr, assert_same, rand
+
+LOSS = gluon.loss.SoftmaxCrossEntropyLoss()
+
+
+@pytest.fixture(autouse=True, params=["our kernels", "mxnet kernels"])
+def _isolate(request, isolated_runtime):
+    if request.param == "mxnet kernels":
+        minpy_jit.config(fuse=False)
+    _core.fragment_reset_stats()
+    yield
+    assert not intercept.hooks_active()
+
+
+def mlp(seed=3, grad_req="write"):
+    mx.random.seed(seed)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, in_units=8, activation="relu"), nn.Dense(4, in_units=16))
+    net.initialize(mx.init.Xavier())
+    if grad_req != "write":
+        net.collect_params().setattr("grad_req", grad_req)
+    return net
+
+
+def pair(seed=3, grad_req="write", **sgd):
+    """Two equal networks with their trainers: (eager's, the function's)."""
+    out = []
+    for _ in range(2):
+        net = mlp(seed, grad_req)
+        out.append((net, gluon.Trainer(net.collect_params(), "sgd", sgd or {"learning_rate": 0.1})))
+    return out
+
+
+def step(net, trainer, x, y):
+    with autograd.record():
+        loss = LOSS(net(x), y).mean()
+    loss.backward()
+    trainer.step(1)
+    return loss
+
+
+def assert_nets_same(eager, function):
+    (ne, te), (nf, tf) = eager, function
+    for pe, pf in zip(ne.collect_params().values(), nf.collect_params().values()):
+        assert_same(pe.data(), pf.data())
+        assert_same(pe.grad(), pf.grad())
+        assert pe.data()._fresh_grad == pf.data()._fresh_grad
+    states = te._updaters[0].states, tf._updaters[0].states
+    assert sorted(states[0]) == sorted(states[1])
+    for k in states[0]:
+        assert_same(states[0][k], states[1][k])
+    assert te.optimizer.num_update == tf.optimizer.num_update
+
+
+def data(seed=1, n=6):
+    return arr(rand(n, 8, seed=seed)), arr((np.arange(n) % 4).astype(np.float32))
+
+
+@pytest.mark.parametrize("sgd", [{}, dict(learning_rate=0.05, momentum=0.9, wd=0.01)])
+def test_step_is_one_fragment_replayed_as_one_launch(sgd):
+    eager, function = pair(**sgd)
+    x, y = data()
+    fstep = minpy_jit.function(step)
+    assert len(fstep.fragments) == 1 and not fstep.plan.boundaries
+    for i in range(6):
+        before = minpy_jit.stats()["executions"]
+        assert_same(step(*eager, x, y), fstep(*function, x, y))
+        assert_nets_same(eager, function)
+        if i >= 2:  # captured on the second call (the trainer initialises itself on its first)
+            assert minpy_jit.stats()["executions"] == before + 1
+    info = fstep.fragments[0].info()
+    assert info["direct"] == 4 and len(info["variants"]) == 1, (info, fstep.messages)
+
+
+def test_step_inside_a_jit_scope_after_pending_work():
+    eager, function = pair()
+    x, y = data()
+    fstep = minpy_jit.function(step)
+
+    def outer(f, model):
+        z = x * 0.5 + 0.25  # pending when the step is called inside jit()
+        loss = f(*model, z, y)
+        return loss * 3, z
+
+    for _ in range(4):
+        want = outer(step, eager)
+        with minpy_jit.jit():
+            got = outer(fstep, function)
+        assert_same(want, got)
+        assert_nets_same(eager, function)
+    # inside jit() the step joins the scope's trace (after what was pending ran), which runs at
+    # the scope's exit with its backward and update as one graph
+    assert fstep.fragments[0].info()["appended"] >= 2, fstep.messages
+
+
+def test_an_input_that_becomes_a_variable_is_differentiated():
+    eager, function = pair()
+    x, y = data()
+    xe, xf = x.copy(), x.copy()
+    fstep = minpy_jit.function(step)
+    for _ in range(3):
+        assert_same(step(*eager, xe, y), fstep(*function, xf, y))
+    xe.attach_grad()
+    xf.attach_grad()
+    for _ in range(3):
+        assert_same(step(*eager, xe, y), fstep(*function, xf, y))
+        assert_same(xe.grad, xf.grad)
+        assert_nets_same(eager, function)
+    assert any("autograd" in m and "otherwise" in m for m in fstep.messages), fstep.messages
+
+
+def sgd_by_hand(w, b, x, y, lr):
+    with autograd.record():
+        loss = ((nd.dot(x, w) + b - y) ** 2).mean()
+    loss.backward()
+    w -= lr * w.grad
+    b -= lr * b.grad
+    return loss
+
+
+def test_hand_written_update_of_attached_arrays():
+    arrays = []
+    for _ in range(2):
+        w, b = arr(rand(8, 3, seed=4)), arr(rand(3, seed=5))
+        w.attach_grad()
+        b.attach_grad()
+        arrays.append((w, b))
+    x, y = arr(rand(6, 8, seed=6)), arr(rand(6, 3, seed=7))
+    f = minpy_jit.function(sgd_by_hand)
+    for _ in range(5):
+        (we, be), (wf, bf) = arrays
+        assert_same(sgd_by_hand(we, be, x, y, 0.1), f(wf, bf, x, y, 0.1))
+        for e, g in zip(arrays[0], arrays[1]):
+            assert_same(e, g)
+            assert_same(e.grad, g.grad)
+            assert e._fresh_grad == g._fresh_grad
+    assert f.fragments[0].info()["direct"] >= 3, f.messages
+
+
+def test_a_new_gradient_buffer_is_written():
+    """attach_grad() again gives the variable a new buffer: the replay writes that one."""
+    arrays = []
+    for _ in range(2):
+        w, b = arr(rand(8, 3, seed=4)), arr(rand(3, seed=5))
+        w.attach_grad()
+        b.attach_grad()
+        arrays.append((w, b))
+    x, y = arr(rand(6, 8, seed=6)), arr(rand(6, 3, seed=7))
+    f = minpy_jit.function(sgd_by_hand)
+    for i in range(6):
+        if i == 3:
+            for w, _ in arrays:
+                w.attach_grad()
+        (we, be), (wf, bf) = arrays
+        assert_same(sgd_by_hand(we, be, x, y, 0.1), f(wf, bf, x, y, 0.1))
+        for e, g in zip(arrays[0], arrays[1]):
+            assert_same(e, g)
+            assert_same(e.grad, g.grad)
+
+
+def forward_recorded(net, x):
+    with autograd.record():
+        out = (net(x) * 2).sum()
+    return out
+
+
+def test_recorded_forward_then_backward_outside():
+    """The statements open the recording themselves: the replay is recorded by MXNet, so a
+    backward() after the call reaches the parameters as eagerly."""
+    ne, nf = mlp(), mlp()
+    x, _ = data()
+    xe, xf = x.copy(), x.copy()  # one array read by both graphs: the first backward frees its history
+    f = minpy_jit.function(forward_recorded)
+    for _ in range(4):
+        want, got = forward_recorded(ne, xe), f(nf, xf)
+        want.backward()
+        got.backward()
+        assert_same(want, got)
+        for pe, pf in zip(ne.collect_params().values(), nf.collect_params().values()):
+            assert_same(pe.grad(), pf.grad())
+    assert f.fragments[0].info()["direct"] >= 2, f.messages
+
+
+@pytest.mark.parametrize("backward", ["retain_graph", "grad_req add"])
+def test_backward_outside_the_graph_stays_python(backward):
+    """What backward_in_graph refuses (backward.cc) runs MXNet's own backward: the capture sees
+    it and splits the function there (a graph break); every call gives eager's result."""
+    eager, function = pair(grad_req="add" if backward == "grad_req add" else "write")
+    x, y = data()
+
+    def retaining(net, trainer, x, y):
+        with autograd.record():
+            loss = LOSS(net(x), y).mean()
+        loss.backward(retain_graph=True)
+        trainer.step(1)
+        return loss
+
+    fn = retaining if backward == "retain_graph" else step
+    f = minpy_jit.function(fn)
+    for _ in range(5):
+        assert_same(fn(*eager, x, y), f(*function, x, y))
+        assert_nets_same(eager, function)
+    assert f.breaks, f.messages
+
+
+def test_explain_shows_the_step_as_one_fragment():
+    _, function = pair()
+    x, y = data()
+    fstep = minpy_jit.function(step)
+    for _ in range(3):
+        fstep(*function, x, y)
+    text = str(fstep.explain(*function, x, y))
+    assert "1 fragment, 0 boundaries" in text, text
