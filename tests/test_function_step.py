@@ -229,3 +229,24 @@ def test_explain_shows_the_step_as_one_fragment():
         fstep(*function, x, y)
     text = str(fstep.explain(*function, x, y))
     assert "1 fragment, 0 boundaries" in text, text
+    assert "runs backward() inside its graph (4 gradients)" in text, text
+
+
+def step_after_an_op(net, trainer, x, y):
+    x = x * 0.5 + 0.25  # not recorded: the step's autograd segment starts a fragment of its own
+    with autograd.record():
+        loss = LOSS(net(x), y).mean()
+    loss.backward()
+    trainer.step(1)
+    return loss
+
+
+def test_ops_before_the_recording_make_a_fragment_of_their_own():
+    eager, function = pair()
+    x, y = data()
+    f = minpy_jit.function(step_after_an_op)
+    assert len(f.fragments) == 2 and not f.plan.boundaries
+    for _ in range(5):
+        assert_same(step_after_an_op(*eager, x, y), f(*function, x, y))
+        assert_nets_same(eager, function)
+    assert not f.breaks and f.fragments[1].info()["appended"] >= 2, f.messages

@@ -1369,6 +1369,8 @@ py::dict variant_info(FragmentState& F, Variant& v, bool compile_graph) {
   d["guards"] = guards;
   d["recording"] = v.recording;
   d["training"] = v.training;
+  d["graph_recording"] = v.trace.recording;  // the statements' own `with autograd.record():`
+  d["gradients"] = v.grads.size();             // buffers its backward() writes
   d["ops"] = v.trace.nodes.size();
   d["leaves"] = v.num_leaves;
   d["hits"] = v.hits;

@@ -718,6 +718,8 @@ def _plan_block(plan, stmts, bound, in_loop):
                     why = "reads `%s`, which may be unbound here" % name
                     break
         if why is None:
+            if current and isinstance(stmt, ast.With):
+                close()  # its autograd segment starts a fragment: a capture begins on an empty trace
             if not current:
                 current_bound = bound
             current.append(stmt)

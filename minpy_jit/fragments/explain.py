@@ -58,7 +58,7 @@ class FragmentReport:
         for k, v in enumerate(self.variants):
             out.append("    variant %d: %d ops recorded, %s, hits %d%s" % (
                 k, v["ops"], "graph of %d nodes" % v["graph_nodes"] if v["ir"] else "graph not built yet",
-                v["hits"], ", autograd recording" if v["recording"] else ""))
+                v["hits"], _autograd_note(v)))
             out.append("      guards:")
             for g in v["guards"]:
                 if g["kind"] in ("seq", "dict") and not g["what"].endswith("`"):
@@ -112,3 +112,14 @@ class FunctionExplanation:
 def explain_function(function, args, kwargs):
     result = function(*args, **kwargs)
     return FunctionExplanation(function, result)
+
+
+def _autograd_note(v):
+    """How a variant meets autograd: called while recording, opening its own recording, and
+    computing gradients inside its graph."""
+    if v["gradients"]:
+        return ", records its own autograd segment and runs backward() inside its graph (%d gradient%s)" % (
+            v["gradients"], "" if v["gradients"] == 1 else "s")
+    if v["recording"]:
+        return ", autograd recording"
+    return ", records its own autograd segment" if v["graph_recording"] else ""
