@@ -448,6 +448,42 @@ def test_loop_variable_of_an_empty_loop_stays_unbound():
     both(f, arr(rand(3)), 0)
 
 
+def scale_by_a_global(x):
+    x += 1
+    x *= MISSING_SCALE  # a global the module defines only later (or never)
+    return x * 2
+
+
+@pytest.mark.parametrize("defined_first", [False, True])
+def test_a_global_missing_at_a_call_raises_at_its_line_after_the_statements_before_it(defined_first):
+    """A fragment's inputs are evaluated at its call: a global missing there must not raise
+    before the statements ahead of its read ran (x += 1 did, eagerly), nor at another line."""
+    g = minpy_jit.function(scale_by_a_global)
+    module = sys.modules[__name__]
+    try:
+        for defined in ([True, False, True] if defined_first else [False, True, False]):
+            if defined:
+                module.MISSING_SCALE = 3.0
+            elif hasattr(module, "MISSING_SCALE"):
+                del module.MISSING_SCALE
+            x = arr(rand(3))
+            want_x, got_x = x.copy(), x.copy()
+            errors = []
+            for fn, a in ((scale_by_a_global, want_x), (g, got_x)):
+                try:
+                    errors.append((None, fn(a)))
+                except NameError as e:
+                    errors.append(((str(e), traceback.extract_tb(e.__traceback__)[-1].lineno), None))
+            assert errors[0][0] == errors[1][0]
+            assert (errors[0][0] is None) == defined
+            if defined:
+                assert_same(errors[0][1], errors[1][1])
+            assert_same(want_x, got_x)  # x += 1 ran, and nothing after it
+    finally:
+        if hasattr(module, "MISSING_SCALE"):
+            del module.MISSING_SCALE
+
+
 # ------------------------------------------------------------------ dual mode
 
 @pytest.mark.parametrize("value", ["0", " Off ", "false", "NO"])

@@ -2,7 +2,8 @@
 
 Each program is a module written to a file (the pass reads source) holding a function
 that mixes tensor statements (fragments), branches on shapes, on Python values and on
-array data, `for` loops over `range` and `while` loops, reads of a global and of a
+array data, `for` loops over `range` and `while` loops, training steps (a recorded forward
+through a closure's variable, its `backward()` and a hand-written update), reads of a global and of a
 closure variable that the test rebinds between calls, in-place writes (`+=`, `x[:] =`,
 `out=`), a list built and appended to, and an error raised mid-function on some
 calls. Every program is called several times with changing arguments, decorated and
@@ -82,7 +83,7 @@ class Gen:
         return name
 
     def stmt(self, budget):
-        c = self.r.randrange(14)
+        c = self.r.randrange(15)
         if c <= 3:
             value = self.expr()
             target = self.r.choice(self.arrays + [None, None])
@@ -116,6 +117,8 @@ class Gen:
             self.block(budget // 2, loop=True)
         elif c == 11:
             self.emit("hist.append(%s)" % self.arr())
+        elif c == 13:
+            self.train()
         elif c == 12:
             self.emit("if flag == 'boom':")
             self.depth += 1
@@ -124,6 +127,20 @@ class Gen:
         else:
             value = self.expr()
             self.emit("%s = %s" % (self.new_name(), value))
+
+    def train(self):
+        """A recorded forward through the closure's variable v, its backward() (or not), and a
+        hand-written update of v (or a read of its gradient)."""
+        self.emit("with autograd.record():")
+        self.depth += 1
+        self.emit("lo = nd.dot(%s, v)" % self.expr(1))
+        self.emit("lo = (lo * %s).mean()" % self.r.choice(["lo", "0.5", "nd.tanh(lo)"]))
+        self.depth -= 1
+        if self.r.random() < 0.8:
+            self.emit("lo.backward()")
+            update = self.r.choice(["v -= 0.05 * v.grad", "v[:] = v - 0.1 * v.grad", "%s = v.grad * 2"])
+            self.emit(update % self.new_name() if "%" in update else update)
+        self.emit("%s = lo + %s" % (self.new_name(), self.arr()))
 
     def block(self, budget, loop=False):
         self.depth += 1
@@ -134,16 +151,17 @@ class Gen:
         self.depth -= 1
 
     def program(self):
-        head = ["import mxnet as mx", "from mxnet import nd", "",
+        head = ["import mxnet as mx", "from mxnet import autograd, nd", "",
                 "G_SCALE = 0.5", "W = nd.ones((4, 4)) * 0.1",
                 "WF = nd.arange(16).reshape((4, 4)) * 0.05 - 0.3", "BF = nd.arange(4) * 0.1 - 0.15", "BAD = nd.ones((3, 3))", "",
-                "def make():", "    c = 1.5", "    c_int = 2", "",
+                "def make():", "    c = 1.5", "    c_int = 2", "    v = nd.ones((4, 4)) * 0.2", "    v.attach_grad()", "",
                 "    def f(x, y, n, flag):", "        k = 1", "        hist = []"]
         self.depth = 2
         for _ in range(self.r.randrange(3, 9)):
             self.stmt(4)
         self.emit("return x, y, k, hist, %s" % self.arr())
-        tail = ["", "    def set_c(v):", "        nonlocal c", "        c = v", "", "    return f, set_c", ""]
+        tail = ["", "    def set_c(v):", "        nonlocal c", "        c = v", "",
+                "    def trained():", "        return v, v.grad", "", "    return f, set_c, trained", ""]
         return "\n".join(head + self.lines + tail)
 
 
@@ -180,8 +198,8 @@ CALLS = [  # (rows, n, flag, G_SCALE, c)
 @pytest.mark.parametrize("seed", range(N_PROGRAMS))
 def test_random_program(tmp_path, seed):
     mod, src = load(tmp_path, seed)
-    f_plain, set_c_plain = mod.make()
-    f_dec, set_c_dec = mod.make()
+    f_plain, set_c_plain, trained_plain = mod.make()
+    f_dec, set_c_dec, trained_dec = mod.make()
     f_dec = minpy_jit.function(f_dec)
     rng = np.random.RandomState(seed)
     for rows, n, flag, g, c in CALLS:
@@ -199,6 +217,7 @@ def test_random_program(tmp_path, seed):
         if want_err is not None:
             assert issubclass(got_err[0], want_err[0]) and got_err[1] == want_err[1], (got_err, want_err, ctx)
         assert_same(a, b)  # the arguments, written in place or not: bit for bit
+        assert_same(trained_plain(), trained_dec())  # the closure's variable and its gradient
         if want_err is None:
             assert_same(want, got), ctx
     st = _core.fragment_stats()

@@ -130,8 +130,15 @@ def _read_or_unbound(tmp, name, at):
                              at)
 
 
-def _body_function(plan, frag, instrument):
-    """FunctionDef `name(inputs) -> tuple(outputs)` holding the fragment's statements."""
+def global_inputs(plan, frag):
+    """Positions of the fragment's inputs that are globals (which may not exist at a call)."""
+    return [i for i, name in enumerate(frag.inputs)
+            if plan.kind_of(name) == "global" and name not in frag.maybe_unbound_inputs]
+
+
+def _body_function(plan, frag, instrument, reads_globals=False):
+    """FunctionDef `name(inputs) -> tuple(outputs)` holding the fragment's statements.
+    `reads_globals`: the global inputs are not arguments but read from the module as written."""
     stmts = [copy.deepcopy(s) for s in frag.stmts]
     first = frag.stmts[0]
     ret_value = None
@@ -157,8 +164,9 @@ def _body_function(plan, frag, instrument):
     last = frag.stmts[-1]
     stmts.append(ast.copy_location(ast.Return(value=ast.copy_location(
         ast.Tuple(elts=[_name(n, last) for n in names], ctx=ast.Load()), last)), last))
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in frag.inputs], vararg=None, kwonlyargs=[],
-                         kw_defaults=[], kwarg=None, defaults=[])
+    skipped = {frag.inputs[i] for i in global_inputs(plan, frag)} if reads_globals else set()
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in frag.inputs if n not in skipped], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
     fdef = ast.FunctionDef(name=plan.tree.name, args=args, body=stmts, decorator_list=[], returns=None,
                            type_comment=None)
     return ast.copy_location(fdef, first)
@@ -180,6 +188,19 @@ def fragment_bodies(plan, frag, helpers):
     return tuple(out)
 
 
+def plain_body_reading_globals(plan, frag):
+    """The fragment's statements as written, its global inputs read from the function's module:
+    run when one of them is missing at a call, so that the NameError comes from the statement
+    reading it, after the statements before it ran (as in the plain function). Its arguments are
+    the other inputs, in order."""
+    fdef = _body_function(plan, frag, False, reads_globals=True)
+    module = ast.Module(body=[fdef], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, plan.filename, "exec")
+    inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return types.FunctionType(inner, plan.fn.__globals__, plan.tree.name)
+
+
 def body_source(plan, frag, instrument=False):
     """The fragment's body as readable Python (for explain)."""
     return ast.unparse(ast.fix_missing_locations(_body_function(plan, frag, instrument)))
@@ -187,14 +208,17 @@ def body_source(plan, frag, instrument=False):
 
 # ------------------------------------------------------------------ the rewritten function
 
-def _fragment_call(frag):
+def _fragment_call(plan, frag):
     """The statements that stand in for a fragment in the rewritten function."""
     first = frag.stmts[0]
     args = []
     before = []  # an input that may be unbound is read as UNBOUND (try: tmp = x except NameError: ...)
-    for name in frag.inputs:
+    missing_ok = set(global_inputs(plan, frag))
+    for index, name in enumerate(frag.inputs):
         at = frag.input_nodes.get(name, first)
-        if name in frag.maybe_unbound_inputs:
+        if name in frag.maybe_unbound_inputs or index in missing_ok:
+            # a global missing at the call is passed as UNBOUND (Fragment.on_miss: the statements
+            # run as written, the NameError raised where the plain function raises it)
             tmp = "__mj_i_" + name
             before.append(_read_or_unbound(tmp, name, first))
             args.append(_name(tmp, at))
@@ -204,7 +228,7 @@ def _fragment_call(frag):
     targets = list(frag.outputs)
     if frag.returns:
         if not targets:
-            return [ast.copy_location(ast.Return(value=call), first)]
+            return before + [ast.copy_location(ast.Return(value=call), first)]
         targets.append("__mj_ret")
     stmts = before
     last = frag.stmts[-1]  # the outputs are bound when the fragment's statements are done
@@ -244,7 +268,7 @@ def _replace_fragments(tree, plan, memo):
                     out.append(stmts[i])
                     i += 1
                     continue
-                out.extend(_fragment_call(frag))
+                out.extend(_fragment_call(plan, frag))
                 i += len(frag.stmts)
             setattr(node, field, out)
 

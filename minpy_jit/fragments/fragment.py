@@ -17,7 +17,7 @@ import os
 
 from .. import _core
 from . import capture as _capture
-from .codegen import fragment_bodies
+from .codegen import UNBOUND, fragment_bodies, global_inputs, plain_body_reading_globals
 
 MAX_REFUSALS = 3
 
@@ -33,6 +33,8 @@ class Fragment:
         self.handle, self.call = _core.fragment_new(self.name, self.on_miss)
         self.plain, self.capture_body = fragment_bodies(plan, spec, _capture.HELPERS)
         self.capture_code = self.capture_body.__code__
+        self.global_inputs = global_inputs(plan, spec)
+        self._plain_reading_globals = None
         self.bare = len(spec.outputs) + (1 if spec.returns else 0) == 1
         self.refusals = []     # (reason, line) of captures that could not become variants
         self.disabled_reason = None
@@ -48,6 +50,8 @@ class Fragment:
     # ------------------------------------------------------------ misses
 
     def on_miss(self, *args):
+        if any(args[i] is UNBOUND for i in self.global_inputs):
+            return self.run_missing_global(args)
         action, why = _core.fragment_pending(self.handle)
         if action == "plain" or self.disabled_reason is not None:
             return self.run_plain(args)
@@ -71,6 +75,21 @@ class Fragment:
             return self._unpack(self.plain(*args))
         finally:
             _core.close_scope()
+
+    def run_missing_global(self, args):
+        """A global the statements read does not exist: they run as written (recorded), reading
+        the module's globals, so the NameError comes from the line reading it, after the
+        statements before it ran."""
+        if self._plain_reading_globals is None:
+            self._plain_reading_globals = plain_body_reading_globals(self.plan, self.spec)
+        skip = set(self.global_inputs)
+        local_args = [a for i, a in enumerate(args) if i not in skip]
+        plain = self.plain
+        self.plain = self._plain_reading_globals
+        try:
+            return self.run_plain(local_args)
+        finally:
+            self.plain = plain
 
     def run_capture(self, args, discard=False):
         """Runs the statements once under the recorder, keeping them as a variant if they qualify.
