@@ -133,7 +133,9 @@ class Gen:
         hand-written update of v (or a read of its gradient)."""
         self.emit("with autograd.record():")
         self.depth += 1
-        self.emit("lo = nd.dot(%s, v)" % self.expr(1))
+        # an array made before: the segment starts in MXNet's graph and the fragment can hold the
+        # whole step; an expression: its ops are outside the graph, a split (record.cc)
+        self.emit("lo = nd.dot(%s, v)" % (self.arr() if self.r.random() < 0.7 else self.expr(1)))
         self.emit("lo = (lo * %s).mean()" % self.r.choice(["lo", "0.5", "nd.tanh(lo)"]))
         self.depth -= 1
         if self.r.random() < 0.8:
