@@ -199,8 +199,14 @@ bool sizes_fit(const Program& p, const int64_t* in, const int64_t* out) {
 void run(const Program& p, const float* const* in, float* out, int64_t out_size) {
   const int64_t rows = p.outer, cols = p.inner;
   switch (p.kind) {
-    case Kind::kLogSoftmax: log_softmax_rows_forward(in[0], out, rows, cols, p.width); break;
-    case Kind::kLogSoftmaxGrad: log_softmax_rows_backward(in[0], in[1], out, rows, cols, p.width); break;
+    case Kind::kLogSoftmax:
+      if (p.width == 16) log_softmax_rows_forward_avx512(in[0], out, rows, cols);
+      else log_softmax_rows_forward(in[0], out, rows, cols, p.width);
+      break;
+    case Kind::kLogSoftmaxGrad:
+      if (p.width == 16) log_softmax_rows_backward_avx512(in[0], in[1], out, rows, cols);
+      else log_softmax_rows_backward(in[0], in[1], out, rows, cols, p.width);
+      break;
     case Kind::kPick:
       for (int64_t r = 0; r < rows; ++r) out[r] = in[0][r * cols + pick_column(in[1][r], cols)];
       break;
