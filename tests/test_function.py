@@ -484,6 +484,27 @@ def test_a_global_missing_at_a_call_raises_at_its_line_after_the_statements_befo
             del module.MISSING_SCALE
 
 
+def test_a_closure_variable_not_set_at_a_call_raises_at_its_line_after_the_statements_before_it():
+    def run(decorate):
+        def f(x):
+            x += 1
+            return x * scale  # a cell filled only after the first call
+
+        g = minpy_jit.function(f) if decorate else f
+        x = arr(rand(3))
+        try:
+            g(x)
+            first = None
+        except NameError as e:
+            first = (str(e), traceback.extract_tb(e.__traceback__)[-1].lineno)
+        scale = 2.0
+        return first, x, g(x), x
+
+    want, got = run(False), run(True)
+    assert want[0] is not None and want[0] == got[0]
+    assert_same(want[1:], got[1:])
+
+
 # ------------------------------------------------------------------ dual mode
 
 @pytest.mark.parametrize("value", ["0", " Off ", "false", "NO"])

@@ -131,14 +131,15 @@ def _read_or_unbound(tmp, name, at):
 
 
 def global_inputs(plan, frag):
-    """Positions of the fragment's inputs that are globals (which may not exist at a call)."""
+    """Positions of the fragment's inputs that are globals or closure variables: they may not
+    exist at a call (a global never assigned, a closure cell not filled yet)."""
     return [i for i, name in enumerate(frag.inputs)
-            if plan.kind_of(name) == "global" and name not in frag.maybe_unbound_inputs]
+            if plan.kind_of(name) in ("global", "closure variable") and name not in frag.maybe_unbound_inputs]
 
 
 def _body_function(plan, frag, instrument, reads_globals=False):
     """FunctionDef `name(inputs) -> tuple(outputs)` holding the fragment's statements.
-    `reads_globals`: the global inputs are not arguments but read from the module as written."""
+    `reads_globals`: the global and closure inputs are not arguments but read as written."""
     stmts = [copy.deepcopy(s) for s in frag.stmts]
     first = frag.stmts[0]
     ret_value = None
@@ -189,16 +190,23 @@ def fragment_bodies(plan, frag, helpers):
 
 
 def plain_body_reading_globals(plan, frag):
-    """The fragment's statements as written, its global inputs read from the function's module:
-    run when one of them is missing at a call, so that the NameError comes from the statement
-    reading it, after the statements before it ran (as in the plain function). Its arguments are
-    the other inputs, in order."""
+    """The fragment's statements as written, its global and closure inputs read from the
+    function's module and cells: run when one of them is missing at a call, so that the
+    NameError comes from the statement reading it, after the statements before it ran (as in
+    the plain function). Its arguments are the other inputs, in order."""
     fdef = _body_function(plan, frag, False, reads_globals=True)
-    module = ast.Module(body=[fdef], type_ignores=[])
+    freevars = list(plan.fn.__code__.co_freevars)
+    factory = ast.FunctionDef(name="__mj_factory", args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=n) for n in freevars], vararg=None, kwonlyargs=[], kw_defaults=[],
+        kwarg=None, defaults=[]), body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None)
+    module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, plan.filename, "exec")
-    inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return types.FunctionType(inner, plan.fn.__globals__, plan.tree.name)
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fdef.name)
+    cells = tuple(plan.fn.__closure__[freevars.index(n)] for n in inner.co_freevars)  # the original's cells
+    return types.FunctionType(inner, plan.fn.__globals__, plan.tree.name, None, cells)
 
 
 def body_source(plan, frag, instrument=False):

@@ -77,9 +77,9 @@ class Fragment:
             _core.close_scope()
 
     def run_missing_global(self, args):
-        """A global the statements read does not exist: they run as written (recorded), reading
-        the module's globals, so the NameError comes from the line reading it, after the
-        statements before it ran."""
+        """A global the statements read does not exist (or a closure variable is not set yet):
+        they run as written (recorded), reading the module's globals and the function's cells,
+        so the NameError comes from the line reading it, after the statements before it ran."""
         if self._plain_reading_globals is None:
             self._plain_reading_globals = plain_body_reading_globals(self.plan, self.spec)
         skip = set(self.global_inputs)
