@@ -130,16 +130,16 @@ def _read_or_unbound(tmp, name, at):
                              at)
 
 
-def global_inputs(plan, frag):
+def outer_inputs(plan, frag):
     """Positions of the fragment's inputs that are globals or closure variables: they may not
     exist at a call (a global never assigned, a closure cell not filled yet)."""
     return [i for i, name in enumerate(frag.inputs)
             if plan.kind_of(name) in ("global", "closure variable") and name not in frag.maybe_unbound_inputs]
 
 
-def _body_function(plan, frag, instrument, reads_globals=False):
+def _body_function(plan, frag, instrument, reads_outer_names=False):
     """FunctionDef `name(inputs) -> tuple(outputs)` holding the fragment's statements.
-    `reads_globals`: the global and closure inputs are not arguments but read as written."""
+    `reads_outer_names`: the global and closure inputs are not arguments but read as written."""
     stmts = [copy.deepcopy(s) for s in frag.stmts]
     first = frag.stmts[0]
     ret_value = None
@@ -165,7 +165,7 @@ def _body_function(plan, frag, instrument, reads_globals=False):
     last = frag.stmts[-1]
     stmts.append(ast.copy_location(ast.Return(value=ast.copy_location(
         ast.Tuple(elts=[_name(n, last) for n in names], ctx=ast.Load()), last)), last))
-    skipped = {frag.inputs[i] for i in global_inputs(plan, frag)} if reads_globals else set()
+    skipped = {frag.inputs[i] for i in outer_inputs(plan, frag)} if reads_outer_names else set()
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in frag.inputs if n not in skipped], vararg=None,
                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
     fdef = ast.FunctionDef(name=plan.tree.name, args=args, body=stmts, decorator_list=[], returns=None,
@@ -189,12 +189,12 @@ def fragment_bodies(plan, frag, helpers):
     return tuple(out)
 
 
-def plain_body_reading_globals(plan, frag):
+def plain_body_reading_outer_names(plan, frag):
     """The fragment's statements as written, its global and closure inputs read from the
     function's module and cells: run when one of them is missing at a call, so that the
     NameError comes from the statement reading it, after the statements before it ran (as in
     the plain function). Its arguments are the other inputs, in order."""
-    fdef = _body_function(plan, frag, False, reads_globals=True)
+    fdef = _body_function(plan, frag, False, reads_outer_names=True)
     freevars = list(plan.fn.__code__.co_freevars)
     factory = ast.FunctionDef(name="__mj_factory", args=ast.arguments(
         posonlyargs=[], args=[ast.arg(arg=n) for n in freevars], vararg=None, kwonlyargs=[], kw_defaults=[],
@@ -221,7 +221,7 @@ def _fragment_call(plan, frag):
     first = frag.stmts[0]
     args = []
     before = []  # an input that may be unbound is read as UNBOUND (try: tmp = x except NameError: ...)
-    missing_ok = set(global_inputs(plan, frag))
+    missing_ok = set(outer_inputs(plan, frag))
     for index, name in enumerate(frag.inputs):
         at = frag.input_nodes.get(name, first)
         if name in frag.maybe_unbound_inputs or index in missing_ok:

@@ -17,7 +17,7 @@ import os
 
 from .. import _core
 from . import capture as _capture
-from .codegen import UNBOUND, fragment_bodies, global_inputs, plain_body_reading_globals
+from .codegen import UNBOUND, fragment_bodies, outer_inputs, plain_body_reading_outer_names
 
 MAX_REFUSALS = 3
 
@@ -33,8 +33,8 @@ class Fragment:
         self.handle, self.call = _core.fragment_new(self.name, self.on_miss)
         self.plain, self.capture_body = fragment_bodies(plan, spec, _capture.HELPERS)
         self.capture_code = self.capture_body.__code__
-        self.global_inputs = global_inputs(plan, spec)
-        self._plain_reading_globals = None
+        self.outer_inputs = outer_inputs(plan, spec)
+        self._plain_reading_outer_names = None
         self.bare = len(spec.outputs) + (1 if spec.returns else 0) == 1
         self.refusals = []     # (reason, line) of captures that could not become variants
         self.disabled_reason = None
@@ -50,8 +50,8 @@ class Fragment:
     # ------------------------------------------------------------ misses
 
     def on_miss(self, *args):
-        if any(args[i] is UNBOUND for i in self.global_inputs):
-            return self.run_missing_global(args)
+        if any(args[i] is UNBOUND for i in self.outer_inputs):
+            return self.run_with_missing_name(args)
         action, why = _core.fragment_pending(self.handle)
         if action == "plain" or self.disabled_reason is not None:
             return self.run_plain(args)
@@ -65,31 +65,27 @@ class Fragment:
     def _unpack(self, result):
         return result[0] if self.bare else result
 
-    def run_plain(self, args):
-        """The statements as written, recorded by jit() (in the caller's scope or one of their own)."""
+    def run_plain(self, args, body=None):
+        """The statements as written (`body`, else self.plain), recorded by jit() (in the
+        caller's scope or one of their own)."""
         self.plain_runs += 1
+        body = body or self.plain
         if _core.depth() > 0 or not self.function.enabled():
-            return self._unpack(self.plain(*args))
+            return self._unpack(body(*args))
         _core.open_scope(self.function.site)
         try:
-            return self._unpack(self.plain(*args))
+            return self._unpack(body(*args))
         finally:
             _core.close_scope()
 
-    def run_missing_global(self, args):
+    def run_with_missing_name(self, args):
         """A global the statements read does not exist (or a closure variable is not set yet):
         they run as written (recorded), reading the module's globals and the function's cells,
         so the NameError comes from the line reading it, after the statements before it ran."""
-        if self._plain_reading_globals is None:
-            self._plain_reading_globals = plain_body_reading_globals(self.plan, self.spec)
-        skip = set(self.global_inputs)
-        local_args = [a for i, a in enumerate(args) if i not in skip]
-        plain = self.plain
-        self.plain = self._plain_reading_globals
-        try:
-            return self.run_plain(local_args)
-        finally:
-            self.plain = plain
+        if self._plain_reading_outer_names is None:
+            self._plain_reading_outer_names = plain_body_reading_outer_names(self.plan, self.spec)
+        skip = set(self.outer_inputs)
+        return self.run_plain([a for i, a in enumerate(args) if i not in skip], self._plain_reading_outer_names)
 
     def run_capture(self, args, discard=False):
         """Runs the statements once under the recorder, keeping them as a variant if they qualify.
