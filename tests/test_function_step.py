@@ -136,14 +136,19 @@ def sgd_by_hand(w, b, x, y, lr):
     return loss
 
 
-def test_hand_written_update_of_attached_arrays():
+def attached_weights():
+    """Two equal (w, b) pairs with gradient buffers: (eager's, the function's); the data."""
     arrays = []
     for _ in range(2):
         w, b = arr(rand(8, 3, seed=4)), arr(rand(3, seed=5))
         w.attach_grad()
         b.attach_grad()
         arrays.append((w, b))
-    x, y = arr(rand(6, 8, seed=6)), arr(rand(6, 3, seed=7))
+    return arrays, arr(rand(6, 8, seed=6)), arr(rand(6, 3, seed=7))
+
+
+def test_hand_written_update_of_attached_arrays():
+    arrays, x, y = attached_weights()
     f = minpy_jit.function(sgd_by_hand)
     for _ in range(5):
         (we, be), (wf, bf) = arrays
@@ -157,13 +162,7 @@ def test_hand_written_update_of_attached_arrays():
 
 def test_a_new_gradient_buffer_is_written():
     """attach_grad() again gives the variable a new buffer: the replay writes that one."""
-    arrays = []
-    for _ in range(2):
-        w, b = arr(rand(8, 3, seed=4)), arr(rand(3, seed=5))
-        w.attach_grad()
-        b.attach_grad()
-        arrays.append((w, b))
-    x, y = arr(rand(6, 8, seed=6)), arr(rand(6, 3, seed=7))
+    arrays, x, y = attached_weights()
     f = minpy_jit.function(sgd_by_hand)
     for i in range(6):
         if i == 3:

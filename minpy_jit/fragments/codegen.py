@@ -194,19 +194,24 @@ def plain_body_reading_outer_names(plan, frag):
     function's module and cells: run when one of them is missing at a call, so that the
     NameError comes from the statement reading it, after the statements before it ran (as in
     the plain function). Its arguments are the other inputs, in order."""
-    fdef = _body_function(plan, frag, False, reads_outer_names=True)
     freevars = list(plan.fn.__code__.co_freevars)
+    inner = _code_in_factory(_body_function(plan, frag, False, reads_outer_names=True), freevars, plan.filename)
+    cells = tuple(plan.fn.__closure__[freevars.index(n)] for n in inner.co_freevars)  # the original's cells
+    return types.FunctionType(inner, plan.fn.__globals__, plan.tree.name, None, cells)
+
+
+def _code_in_factory(fdef, names, filename):
+    """The code of function `fdef` compiled inside a factory whose parameters are `names`: the
+    ones it reads are its free variables, their cells given when the function is made."""
     factory = ast.FunctionDef(name="__mj_factory", args=ast.arguments(
-        posonlyargs=[], args=[ast.arg(arg=n) for n in freevars], vararg=None, kwonlyargs=[], kw_defaults=[],
+        posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None, kwonlyargs=[], kw_defaults=[],
         kwarg=None, defaults=[]), body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None)
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
-    code = compile(module, plan.filename, "exec")
+    code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fdef.name)
-    cells = tuple(plan.fn.__closure__[freevars.index(n)] for n in inner.co_freevars)  # the original's cells
-    return types.FunctionType(inner, plan.fn.__globals__, plan.tree.name, None, cells)
+    return next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fdef.name)
 
 
 def body_source(plan, frag, instrument=False):
@@ -303,16 +308,7 @@ def rewritten_function(plan, fragment_calls, enter, exit_):
     fn = plan.fn
     freevars = list(fn.__code__.co_freevars)
     helpers = ["__mj_f%d" % i for i in range(len(plan.fragments))] + ["__mj_enter", "__mj_exit", UNBOUND_NAME]
-    factory_args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in freevars + helpers], vararg=None,
-                                 kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
-    factory = ast.FunctionDef(name="__mj_factory", args=factory_args,
-                              body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
-                              decorator_list=[], returns=None, type_comment=None)
-    module = ast.Module(body=[factory], type_ignores=[])
-    ast.fix_missing_locations(module)
-    code = compile(module, plan.filename, "exec")
-    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == tree.name)
+    inner = _code_in_factory(tree, freevars + helpers, plan.filename)
     values = {UNBOUND_NAME: UNBOUND, "__mj_enter": enter, "__mj_exit": exit_}
     for i, call in enumerate(fragment_calls):
         values["__mj_f%d" % i] = call
