@@ -249,3 +249,33 @@ def test_ops_before_the_recording_make_a_fragment_of_their_own():
         assert_same(step_after_an_op(*eager, x, y), f(*function, x, y))
         assert_nets_same(eager, function)
     assert not f.breaks and f.fragments[1].info()["appended"] >= 2, f.messages
+
+
+def test_threads_training_their_own_networks_with_one_function():
+    """One decorated step shared by threads, each with its own network and trainer: each
+    thread's variant guards its own arrays; every thread's weights equal its eager twin's."""
+    import threading
+    fstep = minpy_jit.function(step)
+    x, y = data()
+    models = [pair(seed=s) for s in (3, 4, 5)]
+    errors = []
+
+    def train(eager, function):
+        # arrays of its own for each run: eager's backward frees the history of every array its
+        # graph read, which another thread's recorded graph may still hold
+        xe, ye, xf, yf = x.copy(), y.copy(), x.copy(), y.copy()
+        try:
+            for _ in range(6):
+                assert_same(step(*eager, xe, ye), fstep(*function, xf, yf))
+            assert_nets_same(eager, function)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=train, args=m) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    assert fstep.fragments[0].info()["direct"] >= 6, fstep.messages
