@@ -162,6 +162,7 @@ class Capture:
         self.keep_alive = []
         self.refusal = None      # (reason, line)
         self.transient = False   # the refusal may not happen again (see refuse)
+        self.transient_subject = None
         self.nodes = 0
         self.nkeep = 0
         self.blocks = {}         # id(block) -> (node, block, snapshot of every block below it)
@@ -241,13 +242,14 @@ class Capture:
             f = f.f_back
         return None
 
-    def refuse(self, reason, transient=False):
-        """The capture cannot be replayed. `transient`: the reason may be a first-call effect
-        (initialisation on a first step or call), so the statement is split off only if it
-        happens again."""
+    def refuse(self, reason, transient=None):
+        """The capture cannot be replayed. `transient`: the object (a block, a trainer) whose
+        first call or step the reason may be (its initialisation), so the statement is split off
+        only if that happens again for the same object -- a second new trainer is no evidence."""
         if self.refusal is None:
             self.refusal = (reason, self.line())
-            self.transient = transient
+            self.transient = transient is not None
+            self.transient_subject = id(transient) if transient is not None else None
         if self.strict:
             raise Refusal(reason)
 
@@ -353,7 +355,7 @@ class Capture:
                 continue
             old_attrs = old[1]
             if set(old_attrs) != set(attrs):
-                self.refuse("calling `%s` added or removed attributes of a block" % n.path, transient=True)
+                self.refuse("calling `%s` added or removed attributes of a block" % n.path, transient=blk)
                 continue
             for k, v in attrs.items():
                 ov = old_attrs[k]
@@ -367,7 +369,7 @@ class Capture:
                     e = self.effects.setdefault(("attr", id(node), k), ["attr", node, k, 0])
                     e[3] += v - ov
                     continue
-                self.refuse("calling `%s` changed the block attribute `%s`" % (n.path, k), transient=True)
+                self.refuse("calling `%s` changed the block attribute `%s`" % (n.path, k), transient=blk)
 
     def _block_node(self, blk):
         n = self.prov.get(id(blk))
@@ -382,7 +384,8 @@ class Capture:
         -- the update counters and the fresh-gradient flags -- kept as effects of the replay."""
         why = _trainer_unsupported(trainer, args, kwargs) if n is not None else "calls a Trainer not from the inputs"
         if why:
-            self.refuse("calls Trainer.step(): %s" % why, transient=why.startswith("the trainer is initialised"))
+            self.refuse("calls Trainer.step(): %s" % why,
+                        transient=trainer if why.startswith("the trainer is initialised") else None)
             return trainer.step(*args, **kwargs)
         if id(trainer) in self.blocks:
             self.refuse("calls Trainer.step() twice")
@@ -472,7 +475,7 @@ class Capture:
                 continue  # below: per-parameter counter steps
             (obj, old), (_, new) = before[key], after[key]
             if set(old) != set(new):
-                self.refuse("Trainer.step() added or removed attributes of %s" % type(obj).__name__, transient=True)
+                self.refuse("Trainer.step() added or removed attributes of %s" % type(obj).__name__, transient=trainer)
                 continue
             for k, v in new.items():
                 ov = old[k]
@@ -482,11 +485,11 @@ class Capture:
                     e = self.effects.setdefault(("attr", id(on), k), ["attr", on, k, 0])
                     e[3] += v - ov
                     continue
-                self.refuse("Trainer.step() changed `%s` of its %s" % (k, type(obj).__name__), transient=True)
+                self.refuse("Trainer.step() changed `%s` of its %s" % (k, type(obj).__name__), transient=trainer)
         counts = on.attrs[("item", "_index_update_count")]
         old_counts, new_counts = before["counts"][1], after["counts"][1]
         if set(old_counts) != set(new_counts):
-            self.refuse("Trainer.step() counted a parameter for the first time", transient=True)
+            self.refuse("Trainer.step() counted a parameter for the first time", transient=trainer)
             return
         for k, v in new_counts.items():
             if v != old_counts[k]:

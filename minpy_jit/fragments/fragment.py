@@ -37,6 +37,7 @@ class Fragment:
         self._plain_reading_outer_names = None
         self.bare = len(spec.outputs) + (1 if spec.returns else 0) == 1
         self.refusals = []     # (reason, line) of captures that could not become variants
+        self.lasting_refusals = 0  # those not blamed on one object's first call (see Function.refused)
         self.disabled_reason = None
         self.captures = 0
         self.plain_runs = 0
@@ -95,7 +96,7 @@ class Fragment:
         own = _core.depth() == 0
         if own:
             _core.open_scope(self.function.site)
-        static = True
+        static, subject = True, None
         try:
             cap = _capture.Capture(self, args, strict=discard)
         except _capture.Refusal as e:
@@ -109,7 +110,7 @@ class Fragment:
             else:
                 result = self._capture_run(cap, args)
                 refusal = cap.refusal
-                static = not cap.transient
+                static, subject = not cap.transient, cap.transient_subject
                 if refusal is None:
                     try:
                         guards, arrays, spec, effects = cap.finish(result)
@@ -134,7 +135,7 @@ class Fragment:
         elif discard:
             raise _capture.Refusal(refusal[0])
         else:
-            self.function.refused(self, refusal[0], refusal[1], static)
+            self.function.refused(self, refusal[0], refusal[1], static, subject)
         return self._unpack(result)
 
     def _capture_run(self, cap, args):

@@ -149,16 +149,17 @@ class Function:
                      "from now on. Last guard that failed: %s" % (fragment.label(), n, limit,
                                                                   _core.fragment_info(fragment.handle)["last_miss"]))
 
-    def refused(self, fragment, reason, line, static=True):
+    def refused(self, fragment, reason, line, static=True, subject=None):
         """A capture that cannot be replayed. A refusal at a known statement splits the fragment
         there (a graph break: the statement stays Python) -- at once for what the Python checks
         found, at the second time for what the recorder found (it can be a first-call effect,
-        such as a Gluon parameter's deferred initialisation)."""
+        such as a Gluon parameter's deferred initialisation), or for a first-call effect the
+        checks name on the same object (`subject`: a trainer's first step, counted per trainer)."""
         at = fragment.statement_at(line)
         self.log("%s cannot be replayed: %s%s" % (fragment.label(), reason,
                                                   " (line %d)" % line if line else ""))
         if at is not None and fragment is self._fragment_of(fragment):
-            key = (fragment.spec.index, at, reason)  # the same reason again: not a one-off
+            key = (fragment.spec.index, at, reason, subject)  # the same reason again: not a one-off
             seen = self._pending_breaks.get(key, 0) + 1
             self._pending_breaks[key] = seen
             if static or seen >= 2:
@@ -168,7 +169,9 @@ class Function:
                 self._build()
                 return
         fragment.refusals.append((reason, line))
-        if len(fragment.refusals) >= MAX_REFUSALS:
+        if subject is None:  # a first call of one object or another never disables the fragment
+            fragment.lasting_refusals += 1
+        if fragment.lasting_refusals >= MAX_REFUSALS:
             fragment.disable(reason)
             self.log("%s runs as Python under jit() from now on: %s" % (fragment.label(), reason))
 
