@@ -338,3 +338,36 @@ def test_whole_step_off_gives_two_launches():
     # recorded before it and its arrays are allocated, update_launch.h), and the first step's states
     launches = st["executions"] + st["trainer_updates"]["direct"]
     assert st["backward_pending"] == 0 and 2 * STEPS <= launches <= 2 * STEPS + 1, st
+
+
+def test_fresh_flags_after_an_eager_replay_of_the_open_trace():
+    """With MXNet's kernels, NAG's update (nag_mom_update writing a pending weight) replays the
+    trace backward() left open op by op, after Trainer.step cleared the fresh-gradient flags:
+    MXNet's backward, run then, must not mark them fresh again (it did: a next step without
+    backward() then missed Trainer's stale-gradient error)."""
+    def run(use_jit):
+        flags = []
+        mx.random.seed(11)
+        net = mlp()
+        net.initialize(mx.init.Xavier())
+        x, y = nd.array(rand(8, 12, seed=1)), nd.array(np.arange(8) % 4)
+        net(x)
+        trainer = gluon.Trainer(net.collect_params(), "nag", {"learning_rate": 0.1, "momentum": 0.9})
+        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+        for _ in range(STEPS):
+            with jit_or_eager(use_jit):
+                with autograd.record():
+                    loss = lossfn(net(x), y)
+                loss.backward()
+                trainer.step(8)
+            flags.append([p.data()._fresh_grad for p in net.collect_params().values()])
+        return flags + [p.data() for p in net.collect_params().values()]
+
+    previous = minpy_jit.config()["fuse"]
+    minpy_jit.config(fuse=False)
+    try:
+        eager, jitted, st = both(run)
+    finally:
+        minpy_jit.config(fuse=previous)
+    assert_bits(eager, jitted)
+    assert st["eager_replays"] >= 1, st  # the path under test

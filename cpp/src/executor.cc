@@ -474,10 +474,19 @@ void backward_eagerly(const Trace& trace, const Node& n, const std::vector<NDArr
     heads.push_back(handle[n.in[i]]);
     head_grads.push_back(i < static_cast<int>(mask.size()) && mask[i] == '1' ? handle[n.in[next++]] : nullptr);
   }
+  // MXNet's backward marks the variables' gradients fresh. The program's backward() did so when
+  // it was called (backward.cc), and what ran since may have cleared the flags (Trainer.step,
+  // before the trace it left open ran eagerly): they keep the program's values.
+  std::vector<std::pair<NDArrayHandle, int>> fresh;
+  for (size_t k = next; k < n.in.size(); ++k) {
+    int f = 0;
+    if (handle[n.in[k]] && MXNDArrayGetGradState(handle[n.in[k]], &f) == 0) fresh.emplace_back(handle[n.in[k]], f);
+  }
   MX_CALL(without_gil([&] {
     return MXAutogradBackwardEx(static_cast<uint32_t>(nh), heads.data(), head_grads.data(), 0, nullptr, 0, 0,
                                 trace.training ? 1 : 0, nullptr, nullptr);
   }));
+  for (const auto& vf : fresh) MX_CALL(MXNDArraySetGradState(vf.first, vf.second));
 }
 
 }  // namespace
