@@ -40,12 +40,12 @@ def mlp(seed=3, grad_req="write"):
     return net
 
 
-def pair(seed=3, grad_req="write", **sgd):
+def pair(seed=3, grad_req="write", optimizer="sgd", **params):
     """Two equal networks with their trainers: (eager's, the function's)."""
     out = []
     for _ in range(2):
         net = mlp(seed, grad_req)
-        out.append((net, gluon.Trainer(net.collect_params(), "sgd", sgd or {"learning_rate": 0.1})))
+        out.append((net, gluon.Trainer(net.collect_params(), optimizer, params or {"learning_rate": 0.1})))
     return out
 
 
@@ -74,9 +74,19 @@ def data(seed=1, n=6):
     return arr(rand(n, 8, seed=seed)), arr((np.arange(n) % 4).astype(np.float32))
 
 
-@pytest.mark.parametrize("sgd", [{}, dict(learning_rate=0.05, momentum=0.9, wd=0.01)])
-def test_step_is_one_fragment_replayed_as_one_launch(sgd):
-    eager, function = pair(**sgd)
+OPTIMIZERS = [("sgd", {}), ("sgd", dict(learning_rate=0.05, momentum=0.9, wd=0.01)),
+              ("nag", dict(learning_rate=0.05, momentum=0.9)), ("signum", dict(learning_rate=0.01, momentum=0.9)),
+              ("rmsprop", dict(learning_rate=0.01, clip_gradient=0.5)), ("rmsprop", dict(learning_rate=0.01, centered=True)),
+              ("adagrad", dict(learning_rate=0.05)), ("adadelta", {}), ("ftrl", dict(learning_rate=0.1))]
+
+
+@pytest.mark.parametrize("optimizer, params", OPTIMIZERS,
+                         ids=["sgd", "momentum", "nag", "signum", "rmsprop", "rmsprop-centered", "adagrad", "adadelta",
+                              "ftrl"])
+def test_step_is_one_fragment_replayed_as_one_launch(optimizer, params):
+    """Every optimizer whose update reads no update count: its Trainer.step is part of the
+    fragment, its state (momentum, history...) updated in place by the replay as eagerly."""
+    eager, function = pair(optimizer=optimizer, **params)
     x, y = data()
     fstep = minpy_jit.function(step)
     assert len(fstep.fragments) == 1 and not fstep.plan.boundaries

@@ -1046,12 +1046,16 @@ void add_grad_targets(const Trace& t, size_t n0, int bw, const std::vector<int>&
     auto slot = held != t.grad_buffers.end() ? t.slots.find(held->second) : t.slots.end();
     if (slot == t.slots.end() || !peek_aval(buf, &g.aval) || autograd_code(var) != v.leaf_role[g.variable])
       throw Refused("internal: a gradient of backward() is not where autograd keeps it");
-    if (slot->second.value != n.out[j]) throw Refused("it writes into a gradient after backward() wrote it");
+    // The buffer's last value: backward()'s, or what the statements wrote into it since
+    // (AdaDelta's update scales the gradient in place), computed by them all the same.
+    const int last = slot->second.value;
+    if (last != n.out[j] && (t.values[last].node < bw || vmap[last] < 0))
+      throw Refused("internal: a gradient holds a value from before backward()");
     g.req = v.leaf_role[g.variable];
     grad_handles->insert(held->second);
     for (int i = 0; i < v.num_leaves; ++i)
       if (chunk_of(w.handles[i]) == chunk_of(buf)) g.aliases.push_back(i);
-    outputs->push_back({vmap[n.out[j]], -3, -1, false, static_cast<int>(v.grads.size())});
+    outputs->push_back({vmap[last], -3, -1, false, static_cast<int>(v.grads.size())});
     v.grads.push_back(std::move(g));
   }
   // Trainer.step's check that each gradient is new (a guard on the call) is met by backward().

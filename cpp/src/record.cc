@@ -34,7 +34,12 @@ bool runs_alike_in_both_modes(const OpInfo& op) {  // decided once per op: OpInf
       "_npi_rsubtract_scalar", "_npi_true_divide_scalar", "_npi_rtrue_divide_scalar", "_npi_add", "_npi_subtract",
       "_npi_multiply", "_npi_true_divide", "_npi_square", "_npi_sqrt", "_npi_absolute", "_npi_negative",
       "_npi_reciprocal"};
-  return op.update || op.ours || elementwise.count(op.name) > 0;
+  // MXNet's optimizer updates (signum_update, ftrl_update, lamb_update_phase1...): arithmetic
+  // on their arrays and attributes, whatever the flag
+  const std::string& n = op.name;
+  const bool optimizer = (n.size() > 7 && n.compare(n.size() - 7, 7, "_update") == 0) ||
+                         n.find("_update_phase") != std::string::npos;
+  return op.update || op.ours || optimizer || elementwise.count(n) > 0;
 }
 
 // The samplers of mxnet.np.random / npx (`_npi_normal`, `_npx_dropout`, ...): their names say

@@ -31,7 +31,7 @@ from mxnet.gluon.block import Block
 from mxnet.gluon.parameter import Parameter
 from mxnet.gluon.trainer import Trainer
 from mxnet.ndarray.ndarray import NDArray
-from mxnet.optimizer import SGD, Updater
+from mxnet.optimizer import NAG, SGD, AdaDelta, AdaGrad, Ftrl, RMSProp, Signum, Updater
 
 from .. import _core
 
@@ -86,9 +86,11 @@ BLOCK_COUNTERS = {"_counter"}
 # Block attributes whose contents are guarded through other entries, or do not influence a call
 BLOCK_SKIPPED = {"_params", "_scope", "_cached_op_args", "_flags", "_backend_opts", "_callback"}
 
-# Optimizers whose update reads none of the counters Trainer.step advances (with no lr_scheduler):
-# a captured step replays exactly, the counters are stepped as effects.
-TRAINER_OPTIMIZERS = (SGD,)
+# Optimizers whose update reads none of the counters Trainer.step advances (with no lr_scheduler),
+# nor any other attribute it changes (a change refuses the capture): their update is a function
+# of the arrays and of hyperparameters the guards hold, so a captured step replays exactly, the
+# counters stepped as effects. (Adam, Adamax, Nadam, FTML and LAMB read the update count t.)
+TRAINER_OPTIMIZERS = (SGD, NAG, Signum, RMSProp, AdaGrad, AdaDelta, Ftrl)
 # Plain attributes of the trainer, its optimizer and updater a step changes: the call counters
 # (effects), the gradient rescale it sets (the same value for the same batch size).
 TRAINER_COUNTERS = {"num_update"}
