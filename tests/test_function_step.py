@@ -305,3 +305,28 @@ def test_a_second_new_trainer_does_not_split_the_step():
         assert_nets_same(eager, function)
     assert len(fstep.fragments) == 1 and not fstep.breaks, fstep.messages
     assert fstep.fragments[0].info()["direct"] == 4, fstep.messages  # the third call of each
+
+
+@pytest.mark.parametrize("whole_step", [True, False])
+def test_step_inside_a_jit_scope_with_or_without_whole_steps(whole_step):
+    """Appended to a scope's trace, the variant's backward node leaves the trace open for what
+    follows, as jit()'s backward() does with config(whole_step=True). Without whole steps jit()'s
+    backward() runs its trace at once, so no capture can hold it: the statement is split off."""
+    previous = minpy_jit.config()["whole_step"]
+    minpy_jit.config(whole_step=whole_step)
+    try:
+        eager, function = pair(learning_rate=0.1, momentum=0.9)
+        x, y = data()
+        fstep = minpy_jit.function(step)
+        for _ in range(5):
+            want = step(*eager, x, y) * 2
+            with minpy_jit.jit():
+                got = fstep(*function, x, y) * 2  # an op after the step, in the same scope
+            assert_same(want, got)
+            assert_nets_same(eager, function)
+        if whole_step:
+            assert fstep.fragments[0].info()["appended"] >= 3, fstep.messages
+        else:
+            assert list(fstep.breaks) == [step.__code__.co_firstlineno + 4], fstep.messages  # its backward()
+    finally:
+        minpy_jit.config(whole_step=previous)
