@@ -327,6 +327,6 @@ def test_step_inside_a_jit_scope_with_or_without_whole_steps(whole_step):
         if whole_step:
             assert fstep.fragments[0].info()["appended"] >= 3, fstep.messages
         else:
-            assert list(fstep.breaks) == [step.__code__.co_firstlineno + 4], fstep.messages  # its backward()
+            assert list(fstep.breaks) == [step.__code__.co_firstlineno + 3], fstep.messages  # its backward()
     finally:
         minpy_jit.config(whole_step=previous)
