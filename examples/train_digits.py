@@ -1,11 +1,12 @@
-"""Train an MLP on scikit-learn's handwritten digits, eagerly and with minpy_jit.jit().
+"""Train an MLP on scikit-learn's handwritten digits, eagerly, with minpy_jit.jit() and with
+@minpy_jit.function.
 
 The data set ships inside scikit-learn (sklearn.datasets.load_digits: 1797 8x8
-images, 10 classes) -- nothing is downloaded. Both runs use the same initial
+images, 10 classes) -- nothing is downloaded. The three runs use the same initial
 weights, the same batch order and the same optimizer (they alternate epoch by
-epoch so both see the same machine load); the only difference is
-that in the jit run every training step (forward under autograd.record(),
-backward, trainer.step) is wrapped in `with minpy_jit.jit():`.
+epoch so all see the same machine load); the only difference is how the training
+step (forward under autograd.record(), backward, trainer.step) is called: as is,
+inside `with minpy_jit.jit():`, or decorated with `minpy_jit.function`.
 
     bash scripts/demo.sh                                  # sets everything up, then runs this
     .venv/bin/python examples/train_digits.py [--optimizer adam|sgd-momentum|sgd] [--epochs 10]
@@ -79,7 +80,7 @@ class Bar:
         if not self.tty and step < self.total:
             return
         done = int(self.width * step / self.total)
-        line = "%-6s epoch %2d/%d [%s%s] %3d/%d  loss %.4f  %6.2f ms/step" % (
+        line = "%-8s epoch %2d/%d [%s%s] %3d/%d  loss %.4f  %6.2f ms/step" % (
             self.label, epoch, epochs, "#" * done, "." * (self.width - done), step, self.total, loss, ms)
         sys.stdout.write("\r" + line if self.tty else line)
         sys.stdout.flush()
@@ -89,8 +90,19 @@ class Bar:
         sys.stdout.flush()
 
 
+def train_step(net, trainer, loss_fn, x, y):
+    with autograd.record():
+        loss = loss_fn(net(x), y).mean()
+    loss.backward()
+    trainer.step(1)
+    return loss
+
+
+compiled_step = minpy_jit.function(train_step)  # the same step, compiled from its source
+
+
 class Run:
-    """One training run (eager or jit): its own net, initialised from `init`, and Trainer."""
+    """One training run (eager, jit or function): its own net, initialised from `init`, and Trainer."""
 
     def __init__(self, mode, data, init, args):
         self.mode, self.data, self.args = mode, data, args
@@ -106,11 +118,13 @@ class Run:
         self.loss = self.acc = None
 
     def _step(self, xb, yb):
-        with autograd.record():
-            loss = self.loss_fn(self.net(xb), yb).mean()
-        loss.backward()
-        self.trainer.step(1)
-        return loss
+        args = (self.net, self.trainer, self.loss_fn, xb, yb)
+        if self.mode == "jit":
+            with minpy_jit.jit():
+                return train_step(*args)
+        if self.mode == "function":
+            return compiled_step(*args)
+        return train_step(*args)
 
     def epoch(self, epoch):
         x_tr, y_tr, x_te, y_te = self.data
@@ -120,11 +134,7 @@ class Run:
             idx = order[s:s + self.args.batch_size]
             xb, yb = nd.array(x_tr[idx]), nd.array(y_tr[idx])
             t0 = time.perf_counter()
-            if self.mode == "jit":
-                with minpy_jit.jit():
-                    loss = self._step(xb, yb)
-            else:
-                loss = self._step(xb, yb)
+            loss = self._step(xb, yb)
             losses.append(loss.asscalar())  # the step's result is ready (and the progress bar needs it)
             nd.waitall()                    # ... and so are the updated weights
             ms.append((time.perf_counter() - t0) * 1e3)
@@ -139,7 +149,7 @@ class Run:
 
 
 def print_stats(s):
-    print("minpy_jit.stats() for the jit() run:")
+    print("minpy_jit.stats() for the jit() and @function runs:")
     print("  ops recorded      %d" % s["ops_recorded"])
     print("  cache hits/misses %d / %d   (graphs cached %d, evictions %d)"
           % (s["cache_hits"], s["cache_misses"], s["graphs_cached"], s["cache_evictions"]))
@@ -179,7 +189,7 @@ def main():
 
     # The two runs alternate epoch by epoch, so that both see the same machine load
     # (the machines are shared and noisy); each run trains its own model from `init`.
-    runs = {m: Run(m, data, init, args) for m in ("eager", "jit")}
+    runs = {m: Run(m, data, init, args) for m in ("eager", "jit", "function")}
     minpy_jit.reset_stats()
     for epoch in range(1, args.epochs + 1):
         for run in runs.values():
@@ -187,24 +197,28 @@ def main():
     jit_stats = minpy_jit.stats()
     results = {m: dict(step_ms=r.step_ms, acc=r.acc, loss=r.loss, weights=r.weights()) for m, r in runs.items()}
 
-    e, j = results["eager"], results["jit"]
+    e, j, f = results["eager"], results["jit"], results["function"]
     warm = len(e["step_ms"]) // 10  # leave out the first 10% (warm-up, compiles) for the steady-state figure
     med = {m: statistics.median(r["step_ms"][warm:]) for m, r in results.items()}
     mean = {m: statistics.mean(r["step_ms"]) for m, r in results.items()}
     print()
-    print("%-6s %14s %16s %10s %10s" % ("mode", "median ms/step", "mean ms/step", "final loss", "test acc"))
-    for m in ("eager", "jit"):
-        print("%-6s %14.3f %16.3f %10.4f %10.4f" % (m, med[m], mean[m], results[m]["loss"], results[m]["acc"]))
-    print("speedup (eager / jit): %.2fx median step (after the first %d steps), %.2fx overall"
-          % (med["eager"] / med["jit"], warm, mean["eager"] / mean["jit"]))
-    wdiff = max(float(np.abs(a - b).max()) for a, b in zip(e["weights"], j["weights"]))
-    same = abs(e["acc"] - j["acc"]) <= 0.02
-    print("test accuracy eager %.4f vs jit %.4f (%s); max |weight difference| %.2e"
-          % (e["acc"], j["acc"], "same within noise" if same else "DIFFERENT", wdiff))
+    print("%-8s %14s %16s %10s %10s" % ("mode", "median ms/step", "mean ms/step", "final loss", "test acc"))
+    for m in ("eager", "jit", "function"):
+        print("%-8s %14.3f %16.3f %10.4f %10.4f" % (m, med[m], mean[m], results[m]["loss"], results[m]["acc"]))
+    for m in ("jit", "function"):
+        print("speedup (eager / %s): %.2fx median step (after the first %d steps), %.2fx overall"
+              % (m, med["eager"] / med[m], warm, mean["eager"] / mean[m]))
+    same = True
+    for name, r in (("jit", j), ("function", f)):
+        wdiff = max(float(np.abs(a - b).max()) for a, b in zip(e["weights"], r["weights"]))
+        agree = abs(e["acc"] - r["acc"]) <= 0.02
+        same = same and agree
+        print("test accuracy eager %.4f vs %s %.4f (%s); max |weight difference| %.2e"
+              % (e["acc"], name, r["acc"], "same within noise" if agree else "DIFFERENT", wdiff))
     print()
     print_stats(jit_stats)
     if not same:
-        sys.exit("jit() and eager training disagree")
+        sys.exit("jit() or @function training disagrees with eager training")
 
 
 if __name__ == "__main__":
