@@ -371,3 +371,33 @@ def test_fresh_flags_after_an_eager_replay_of_the_open_trace():
         minpy_jit.config(fuse=previous)
     assert_bits(eager, jitted)
     assert st["eager_replays"] >= 1, st  # the path under test
+
+
+def test_frozen_weight_with_a_trainable_bias_as_eager():
+    """A layer whose weight is frozen (grad_req='null') and whose bias trains: MXNet 1.9.1's
+    oneDNN FullyConnected backward writes the bias gradient only with the weight's, so eagerly
+    the bias gradient keeps what its buffer held. MXNet's own backward runs (ours would write
+    the true sums); the bias stays as eager leaves it, step after step."""
+    def run(use_jit):
+        mx.random.seed(11)
+        net = mlp()
+        net.initialize(mx.init.Xavier())
+        x, y = nd.array(rand(8, 12, seed=1)), nd.array(np.arange(8) % 4)
+        net(x)
+        net[0].weight.grad_req = "null"
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
+        out = []
+        for _ in range(STEPS):
+            with jit_or_eager(use_jit):
+                with autograd.record():
+                    loss = lossfn(net(x), y)
+                loss.backward()
+                trainer.step(8)
+            out.append(loss)
+        params = [p for p in net.collect_params().values()]
+        return out + [p.data() for p in params] + [p.grad() for p in params if p.grad_req != "null"]
+
+    eager, jitted, st = both(run)
+    assert_bits(eager, jitted)
+    assert st["backward_by_mxnet"] == STEPS, st  # the path under test

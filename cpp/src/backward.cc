@@ -215,6 +215,25 @@ bool backward_in_graph(ThreadState& ts, const std::vector<NDArrayHandle>& heads,
     if (in_graph[n] && (t.nodes[n].out.size() > 1 || legacy_gradient(t.nodes[n].op->name) ||
                         backward_fails_in_graph(t.nodes[n].op->name)))
       return false;
+  // MXNet 1.9.1's oneDNN FullyConnected backward writes the bias gradient only inside the
+  // weight gradient's branch: eagerly a bias that needs a gradient behind a weight that needs
+  // none (a frozen layer's weight, `grad_req='null'`, with a trainable bias) keeps what its
+  // buffer held. Our graph asks every gradient of the node (grad_graph.cc) and would write the
+  // true sums: MXNet's own backward runs instead, asking what eager asks.
+  {
+    std::vector<char> wants(nv, 0);  // a gradient reaches it: a variable, or computed from one
+    for (size_t v = 0; v < nv; ++v) wants[v] = is_var[v];
+    for (const Node& n : t.nodes) {
+      bool w = false;
+      for (int v : n.in) w |= wants[v] != 0;
+      for (int o : n.out) wants[o] = w;
+    }
+    for (size_t n = 0; n < t.nodes.size(); ++n) {
+      const Node& fc = t.nodes[n];
+      if (in_graph[n] && fc.op->name == "FullyConnected" && fc.in.size() >= 3 && wants[fc.in[2]] && !wants[fc.in[1]])
+        return false;
+    }
+  }
   // A recorded result still held, made by a node outside the heads' graph: eager MXNet keeps
   // its history (a later backward could use it, a later write into it under record() is
   // refused, an op reading it is recorded); a graph run keeps none.
