@@ -3,7 +3,8 @@
 Each program builds a random network (Dense layers with random widths and activations, maybe
 Dropout or BatchNorm), a loss (softmax cross-entropy, L2, L1, sigmoid binary cross-entropy), an
 optimizer among those a fragment's Trainer.step covers and some it does not (Adam), random
-hyper-parameters and grad_req, and runs a few steps of
+hyper-parameters and grad_req ('add' with zero_grad() after each step among them), and runs a few
+steps of
 
     with autograd.record():
         loss = loss_fn(net(x), y).mean()
@@ -11,7 +12,7 @@ hyper-parameters and grad_req, and runs a few steps of
     trainer.step(batch)
 
 eagerly and as one decorated function on twin networks, with the batch changing shape or the
-input becoming a variable on some steps. After every step the losses, weights, gradients,
+input becoming a variable, or the learning rate set anew, on some steps. After every step the losses, weights, gradients,
 fresh-gradient flags and optimizer states must be equal bit for bit. Not collected by pytest.
 
     PYTHONPATH=. .venv/bin/python tests/stress/step_fuzz.py --programs 2000 --start 0
@@ -56,7 +57,7 @@ def setup(r, seed):
     extra = r.choice([None, None, "dropout", "batchnorm"])
     loss_kind = r.choice(["softmax", "l2", "l1", "sigmoid_bce"])
     opt, params = r.choice(OPTIMIZERS)
-    grad_req = r.choice(["write"] * 5 + ["null_first"])
+    grad_req = r.choice(["write"] * 5 + ["null_first", "add_all"])
 
     def make_net():
         mx.random.seed(seed)
@@ -71,15 +72,18 @@ def setup(r, seed):
         net.initialize(mx.init.Xavier())
         if grad_req == "null_first":
             list(net.collect_params().values())[0].grad_req = "null"
+        elif grad_req == "add_all":  # gradient accumulation: zeroed after each step
+            net.collect_params().setattr("grad_req", "add")
         return net, gluon.Trainer(net.collect_params(), opt, dict(params))
 
     loss_fn = {"softmax": gluon.loss.SoftmaxCrossEntropyLoss(), "l2": gluon.loss.L2Loss(), "l1": gluon.loss.L1Loss(),
                "sigmoid_bce": gluon.loss.SigmoidBinaryCrossEntropyLoss()}[loss_kind]
     rows = [r.choice([4, 6]) for _ in range(r.randint(3, 6))]
     attach_at = r.choice([None, None, 2])
-    desc = "widths %s acts %s extra %s loss %s opt %s %s grad_req %s rows %s attach_at %s" % (
-        widths, acts, extra, loss_kind, opt, params, grad_req, rows, attach_at)
-    return make_net, loss_fn, loss_kind, outs, widths[0], rows, attach_at, desc
+    lr_at = r.choice([None, None, 1, 3])  # trainer.set_learning_rate before that step
+    desc = "widths %s acts %s extra %s loss %s opt %s %s grad_req %s rows %s attach_at %s lr_at %s" % (
+        widths, acts, extra, loss_kind, opt, params, grad_req, rows, attach_at, lr_at)
+    return make_net, loss_fn, loss_kind, outs, widths[0], rows, attach_at, lr_at, grad_req, desc
 
 
 def data(rng, rows, width, outs, loss_kind):
@@ -114,7 +118,7 @@ def compare(eager, function):
 
 def run_one(seed):
     r = random.Random(seed)
-    make_net, loss_fn, loss_kind, outs, width, rows, attach_at, desc = setup(r, seed)
+    make_net, loss_fn, loss_kind, outs, width, rows, attach_at, lr_at, grad_req, desc = setup(r, seed)
     eager, function = make_net(), make_net()
     fstep = minpy_jit.function(step)
     rng = np.random.RandomState(seed)
@@ -125,6 +129,9 @@ def run_one(seed):
             if attach_at is not None and i >= attach_at:
                 xe.attach_grad()
                 xf.attach_grad()
+            if lr_at == i:
+                for _, trainer in (eager, function):
+                    trainer.set_learning_rate(trainer.learning_rate * 0.5)
             mx.random.seed(seed * 7 + i)  # Dropout's draws: the same in both
             le = step(*eager, loss_fn, xe, ye, n)
             mx.random.seed(seed * 7 + i)
@@ -133,6 +140,9 @@ def run_one(seed):
             compare(eager, function)
             if attach_at is not None and i >= attach_at:
                 assert_same(xe.grad, xf.grad)
+            if grad_req == "add_all":
+                for net, _ in (eager, function):
+                    net.collect_params().zero_grad()
     except AssertionError as e:
         where = traceback.extract_tb(e.__traceback__)[-1]
         return "%s\n    step %d, %s (line %d)" % (desc, i, " ".join(str(e).split())[:400] or "assertion", where.lineno)
