@@ -160,6 +160,8 @@ class Function:
                                                   " (line %d)" % line if line else ""))
         if at is not None and fragment is self._fragment_of(fragment):
             key = (fragment.spec.index, at, reason, subject)  # the same reason again: not a one-off
+            if len(self._pending_breaks) > 1024:  # bounded: one entry per new trainer or block
+                self._pending_breaks.clear()
             seen = self._pending_breaks.get(key, 0) + 1
             self._pending_breaks[key] = seen
             if static or seen >= 2:
