@@ -330,3 +330,26 @@ def test_step_inside_a_jit_scope_with_or_without_whole_steps(whole_step):
             assert list(fstep.breaks) == [step.__code__.co_firstlineno + 3], fstep.messages  # its backward()
     finally:
         minpy_jit.config(whole_step=previous)
+
+
+def step_per_sample(net, trainer, x, y):
+    with autograd.record():
+        loss = LOSS(net(x), y)
+    loss.backward()
+    trainer.step(x.shape[0])  # the gradient rescale (1 / batch) the step sets: an effect
+    return loss
+
+
+def test_batches_of_changing_size_replay_without_splitting_the_step():
+    """An epoch's last batch is smaller: Trainer.step sets the optimizer's rescale_grad from the
+    batch size on every call. That is an effect of the replay (its value decided by the guarded
+    shape), not a change that splits the step off or a guard that multiplies the variants."""
+    eager, function = pair(learning_rate=0.1, momentum=0.9)
+    f = minpy_jit.function(step_per_sample)
+    for i, rows in enumerate([6, 6, 4, 6, 4, 6, 4, 6]):
+        x, y = data(seed=i, n=rows)
+        assert_same(step_per_sample(*eager, x, y), f(*function, x, y))
+        assert_nets_same(eager, function)
+        assert eager[1].optimizer.rescale_grad == function[1].optimizer.rescale_grad
+    info = f.fragments[0].info()
+    assert not f.breaks and len(info["variants"]) == 2 and info["direct"] >= 4, (info, f.messages)

@@ -492,6 +492,10 @@ PyObject* build_result(const Variant& v, size_t& i, const std::vector<PyObject*>
 bool apply_effects(const Variant& v, const Walk& w) {
   for (const Effect& e : v.effects) {
     PyObject* obj = w.kept[e.kept];
+    if (e.kind == Effect::kAttrSet) {
+      if (PyObject_SetAttr(obj, e.key.ptr(), e.value.ptr()) < 0) return false;
+      continue;
+    }
     if (e.kind == Effect::kClearGrad) {
       NDArrayHandle h = handle_of(obj);
       if (MXNDArraySetGradState(h, 0) != 0) {
@@ -1311,8 +1315,12 @@ std::shared_ptr<Variant> build_variant(const Capture& c, ThreadState& ts, py::tu
   for (auto item : effects) {  // (kind, kept slot, key, delta)
     py::tuple e = item.cast<py::tuple>();
     const std::string kind = e[0].cast<std::string>();
+    if (kind == "set") {
+      v->effects.push_back({Effect::kAttrSet, e[1].cast<int>(), e[2], 0, e[3]});
+      continue;
+    }
     Effect::Kind k = kind == "attr" ? Effect::kAttrDelta : kind == "item" ? Effect::kItemDelta : Effect::kClearGrad;
-    v->effects.push_back({k, e[1].cast<int>(), e[2], e[3].cast<long long>()});
+    v->effects.push_back({k, e[1].cast<int>(), e[2], e[3].cast<long long>(), py::object()});
   }
 
   // The structural key, as a flush of the same trace would compute it (shares executors).

@@ -83,13 +83,15 @@ struct ResultNode {
 // What the statements change besides arrays, repeated by each replay as running them would:
 //   kAttrDelta  an attribute stepped by a constant (RecurrentCell._counter, Optimizer.num_update);
 //   kItemDelta  a dict entry stepped likewise (Optimizer._index_update_count[i]);
-//   kClearGrad  an array's fresh-gradient flag cleared (what Trainer.step does to each weight).
+//   kClearGrad  an array's fresh-gradient flag cleared (what Trainer.step does to each weight);
+//   kAttrSet    an attribute set to a value (Optimizer.rescale_grad, from the guarded batch size).
 struct Effect {
-  enum Kind : uint8_t { kAttrDelta, kItemDelta, kClearGrad };
+  enum Kind : uint8_t { kAttrDelta, kItemDelta, kClearGrad, kAttrSet };
   Kind kind = kAttrDelta;
   int kept = -1;          // kept slot of the object (the array for kClearGrad)
   py::object key;         // attribute name, or dict key
   long long delta = 0;
+  py::object value;       // kAttrSet
 };
 
 struct FragmentOutput {

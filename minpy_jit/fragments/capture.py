@@ -92,7 +92,7 @@ BLOCK_SKIPPED = {"_params", "_scope", "_cached_op_args", "_flags", "_backend_opt
 # counters stepped as effects. (Adam, Adamax, Nadam, FTML and LAMB read the update count t.)
 TRAINER_OPTIMIZERS = (SGD, NAG, Signum, RMSProp, AdaGrad, AdaDelta, Ftrl)
 # Plain attributes of the trainer, its optimizer and updater a step changes: the call counters
-# (effects), the gradient rescale it sets (the same value for the same batch size).
+# (stepped as effects), the gradient rescale it sets from the batch size (set as an effect).
 TRAINER_COUNTERS = {"num_update"}
 TRAINER_SET_EACH_STEP = {"rescale_grad"}
 
@@ -446,7 +446,7 @@ class Capture:
         n.children.append(on)
         self.register(on, opt)
         od = vars(opt)
-        names = [k for k, v in od.items() if k not in TRAINER_COUNTERS and (
+        names = [k for k, v in od.items() if k not in TRAINER_COUNTERS and k not in TRAINER_SET_EACH_STEP and (
             is_value(v) or (type(v) is tuple and all(is_value(x) for x in v)))]
         self._items(on, opt, names + ["lr_mult", "wd_mult", "idx2name"])
         pdict = Node("item", "param_dict", "dict", od["param_dict"], on.path + ".param_dict", "`%s.param_dict`" % on.path,
@@ -481,6 +481,11 @@ class Capture:
                 continue
             for k, v in new.items():
                 ov = old[k]
+                if obj is opt and k in TRAINER_SET_EACH_STEP and is_value(v):
+                    # set by every step from the batch size and the trainer's scale (both guarded),
+                    # whatever it held before (not a guard): the replay sets it the same
+                    self.effects[("set", id(on), k)] = ["set", on, k, v]
+                    continue
                 if ov is v or (is_value(v) and type(v) is type(ov) and v == ov):
                     continue
                 if obj is opt and k in TRAINER_COUNTERS and type(v) is int and type(ov) is int:
@@ -532,7 +537,7 @@ class Capture:
         spec, arrays = [], []
         self.result_spec(result, spec, arrays)
         effects = [(kind, self.keep(node), key, delta) for kind, node, key, delta in self.effects.values()
-                   if delta or kind == "cleargrad"]
+                   if delta or kind in ("cleargrad", "set")]
         guards = []
         for r in self.roots:
             r.emit(guards)
