@@ -65,14 +65,18 @@ def mlp(dropout=0.0, bn=False):
     return net
 
 
-def gluon_run(opt, kw, between=None, steps=STEPS, **net_kw):
-    """A Gluon + Trainer loop; `between(net, trainer, use_jit)` runs between backward() and step."""
+def gluon_run(opt, kw, between=None, steps=STEPS, setup=None, after=None, **net_kw):
+    """A Gluon + Trainer loop; `between(net, trainer)` runs between backward() and step,
+    `setup(net)` before the trainer is made, `after(net)` after each step's scope (both
+    `between` and `after` return values to compare)."""
     def run(use_jit):
         mx.random.seed(11)
         net = mlp(**net_kw)
         net.initialize(mx.init.Xavier())
         x, y = nd.array(rand(8, 12, seed=1)), nd.array(np.arange(8) % 4)
         net(x)
+        if setup:
+            setup(net)
         trainer = gluon.Trainer(net.collect_params(), opt, kw)
         lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
         out = []
@@ -85,6 +89,8 @@ def gluon_run(opt, kw, between=None, steps=STEPS, **net_kw):
                     out.extend(between(net, trainer))
                 trainer.step(8)
             out.append(loss)
+            if after:
+                out.extend(after(net))
         params = list(net.collect_params().values())
         states = []
         for st in trainer._updaters[0].states.values():
@@ -345,28 +351,13 @@ def test_fresh_flags_after_an_eager_replay_of_the_open_trace():
     trace backward() left open op by op, after Trainer.step cleared the fresh-gradient flags:
     MXNet's backward, run then, must not mark them fresh again (it did: a next step without
     backward() then missed Trainer's stale-gradient error)."""
-    def run(use_jit):
-        flags = []
-        mx.random.seed(11)
-        net = mlp()
-        net.initialize(mx.init.Xavier())
-        x, y = nd.array(rand(8, 12, seed=1)), nd.array(np.arange(8) % 4)
-        net(x)
-        trainer = gluon.Trainer(net.collect_params(), "nag", {"learning_rate": 0.1, "momentum": 0.9})
-        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
-        for _ in range(STEPS):
-            with jit_or_eager(use_jit):
-                with autograd.record():
-                    loss = lossfn(net(x), y)
-                loss.backward()
-                trainer.step(8)
-            flags.append([p.data()._fresh_grad for p in net.collect_params().values()])
-        return flags + [p.data() for p in net.collect_params().values()]
+    def flags(net):
+        return [[p.data()._fresh_grad for p in net.collect_params().values()]]
 
     previous = minpy_jit.config()["fuse"]
     minpy_jit.config(fuse=False)
     try:
-        eager, jitted, st = both(run)
+        eager, jitted, st = both(gluon_run("nag", {"learning_rate": 0.1, "momentum": 0.9}, after=flags))
     finally:
         minpy_jit.config(fuse=previous)
     assert_bits(eager, jitted)
@@ -378,26 +369,9 @@ def test_frozen_weight_with_a_trainable_bias_as_eager():
     oneDNN FullyConnected backward writes the bias gradient only with the weight's, so eagerly
     the bias gradient keeps what its buffer held. MXNet's own backward runs (ours would write
     the true sums); the bias stays as eager leaves it, step after step."""
-    def run(use_jit):
-        mx.random.seed(11)
-        net = mlp()
-        net.initialize(mx.init.Xavier())
-        x, y = nd.array(rand(8, 12, seed=1)), nd.array(np.arange(8) % 4)
-        net(x)
+    def freeze(net):
         net[0].weight.grad_req = "null"
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
-        lossfn = gluon.loss.SoftmaxCrossEntropyLoss()
-        out = []
-        for _ in range(STEPS):
-            with jit_or_eager(use_jit):
-                with autograd.record():
-                    loss = lossfn(net(x), y)
-                loss.backward()
-                trainer.step(8)
-            out.append(loss)
-        params = [p for p in net.collect_params().values()]
-        return out + [p.data() for p in params] + [p.grad() for p in params if p.grad_req != "null"]
 
-    eager, jitted, st = both(run)
+    eager, jitted, st = both(gluon_run("sgd", {"learning_rate": 0.1, "momentum": 0.9}, setup=freeze))
     assert_bits(eager, jitted)
     assert st["backward_by_mxnet"] == STEPS, st  # the path under test
