@@ -1055,7 +1055,6 @@ void add_grad_targets(const Trace& t, size_t n0, int bw, const std::vector<int>&
     const int last = slot->second.value;
     if (last != n.out[j] && (t.values[last].node < bw || vmap[last] < 0))
       throw Refused("internal: a gradient holds a value from before backward()");
-    g.req = v.leaf_role[g.variable];
     grad_handles->insert(held->second);
     for (int i = 0; i < v.num_leaves; ++i)
       if (chunk_of(w.handles[i]) == chunk_of(buf)) g.aliases.push_back(i);

@@ -105,8 +105,7 @@ struct FragmentOutput {
 // A gradient buffer the fragment's own backward() writes (a training step captured whole:
 // `with autograd.record():`, `loss.backward()`, `trainer.step()` in one fragment).
 struct GradTarget {
-  int variable = -1;         // the leaf whose gradient it is
-  int req = 0;               // its grad_req at capture (MXNet's OpReqType: 1 write, 2 inplace)
+  int variable = -1;         // the leaf whose gradient it is (its grad_req: Variant::leaf_role)
   AVal aval;                 // the buffer's
   std::vector<int> aliases;  // leaves that were handles of the same buffer at capture (param._grad)
 };

@@ -163,8 +163,7 @@ class Capture:
         self.prov = {}           # id(object) -> Node: objects reached from the inputs
         self.keep_alive = []
         self.refusal = None      # (reason, line)
-        self.transient = False   # the refusal may not happen again (see refuse)
-        self.transient_subject = None
+        self.transient_subject = None  # id of the object a refusal may be a first call of (see refuse)
         self.nodes = 0
         self.nkeep = 0
         self.blocks = {}         # id(block) -> (node, block, snapshot of every block below it)
@@ -250,7 +249,6 @@ class Capture:
         only if that happens again for the same object -- a second new trainer is no evidence."""
         if self.refusal is None:
             self.refusal = (reason, self.line())
-            self.transient = transient is not None
             self.transient_subject = id(transient) if transient is not None else None
         if self.strict:
             raise Refusal(reason)

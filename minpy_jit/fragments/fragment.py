@@ -110,7 +110,8 @@ class Fragment:
             else:
                 result = self._capture_run(cap, args)
                 refusal = cap.refusal
-                static, subject = not cap.transient, cap.transient_subject
+                subject = cap.transient_subject
+                static = subject is None
                 if refusal is None:
                     try:
                         guards, arrays, spec, effects = cap.finish(result)
